@@ -1,0 +1,55 @@
+// EncoderConfig: the one source of truth for an encoder's architecture. Saved in every
+// checkpoint (as JSON, keys = field names) and read back on resume and finetuning.
+#ifndef GMLP_MODEL_CONFIG_H_
+#define GMLP_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gmlp::model {
+
+struct EncoderConfig {
+  // transformer | gmlp | amlp | mixer. "amlp" is gMLP with the tiny attention switched on
+  // (same code path, see gmlp.h).
+  std::string arch = "gmlp";
+  int64_t vocab_size = 8192;
+  int64_t max_seq_len = 128;     // n: the spatial projection is n x n; shorter inputs are allowed
+  int64_t type_vocab_size = 2;   // segment ids
+  int64_t d_model = 128;
+  int64_t n_layers = 4;
+  // gMLP/aMLP: output width of U (Z is d_ffn wide; split halves are d_ffn/2).
+  // Transformer: feed-forward hidden width. Mixer: channel-MLP hidden width.
+  int64_t d_ffn = 768;
+  int64_t n_heads = 2;             // transformer only
+  std::string sgu = "split";       // split | multiplicative | additive | linear (gmlp/amlp)
+  int64_t attn_size = 64;          // amlp: tiny attention head size
+  std::string attn_input = "block";  // amlp: "block" (LN(x), the paper) or "expanded" (Z)
+  int64_t token_mlp_dim = 256;     // mixer: hidden width of the MLP over the sequence axis
+  bool pre_ln = false;             // transformer: BERT is post-LN
+  double dropout = 0.1;
+  double layer_norm_eps = 1e-12;
+  double init_std = 0.02;          // normal init of dense and embedding weights
+  // SGU spatial weight W ~ U(-sgu_init_eps / n, sgu_init_eps / n), b = 1 (paper Sec. 2.1).
+  double sgu_init_eps = 1e-3;
+
+  absl::Status Validate() const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<EncoderConfig> FromJson(const nlohmann::json& j);
+};
+
+// Named presets, e.g. "gmlp-tiny", "amlp-small", "transformer-mini", "mixer-tiny",
+// "gmlp-base" (paper shapes). `vocab_size`/`max_seq_len` are left at the preset's values; callers
+// override them from the data.
+absl::StatusOr<EncoderConfig> Preset(absl::string_view name);
+std::vector<std::string> PresetNames();
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_CONFIG_H_

@@ -1,0 +1,69 @@
+#include <unistd.h>
+
+#include <string>
+
+#include "common/checksum.h"
+#include "common/file_util.h"
+#include "gtest/gtest.h"
+
+namespace gmlp {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/gmlp_common_test_XXXXXX";
+  return std::string(::mkdtemp(tmpl));
+}
+
+TEST(Checksum, KnownCrc32) {
+  // The standard CRC-32 check value.
+  EXPECT_EQ(Crc32Of("123456789"), 0xCBF43926u);
+  EXPECT_EQ(Crc32Hex(0xCBF43926u), "crc32:cbf43926");
+}
+
+TEST(Checksum, IncrementalEqualsWhole) {
+  Crc32 c;
+  c.Update("1234");
+  c.Update("56789");
+  EXPECT_EQ(c.value(), Crc32Of("123456789"));
+}
+
+TEST(FileUtil, AtomicWriteReplacesAndLeavesNoTemporary) {
+  const std::string dir = TempDir();
+  const std::string path = JoinPath(dir, "f.txt");
+  ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "second").ok());
+  auto read = ReadFile(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, "second");
+  auto files = ExpandGlobs({JoinPath(dir, "*")});
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(files->size(), 1u);
+}
+
+TEST(FileUtil, AtomicWriteIntoMissingDirectoryFailsCleanly) {
+  const std::string dir = TempDir();
+  absl::Status st = WriteFileAtomic(JoinPath(dir, "no/such/dir/f"), "x");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no/such/dir"), std::string::npos);
+}
+
+TEST(FileUtil, MissingFileIsNotFoundNamingThePath) {
+  auto read = ReadFile("/nonexistent/gmlp/file");
+  ASSERT_FALSE(read.ok());
+  EXPECT_TRUE(absl::IsNotFound(read.status()));
+  EXPECT_NE(read.status().message().find("/nonexistent/gmlp/file"), std::string::npos);
+}
+
+TEST(FileUtil, GlobThatMatchesNothingIsAnError) {
+  auto files = ExpandGlobs({"/nonexistent/*.txt"});
+  EXPECT_TRUE(absl::IsNotFound(files.status()));
+}
+
+TEST(FileUtil, JoinPath) {
+  EXPECT_EQ(JoinPath("a", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
+  EXPECT_EQ(JoinPath("", "b"), "b");
+}
+
+}  // namespace
+}  // namespace gmlp
