@@ -1,0 +1,56 @@
+// Task heads over an encoder: the MLM model used in pretraining (head computed only at the
+// masked positions) and a sequence classifier / regressor used in finetuning.
+#ifndef GMLP_MODEL_HEADS_H_
+#define GMLP_MODEL_HEADS_H_
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "model/encoder.h"
+
+namespace gmlp::model {
+
+// BERT's MLM head: dense(d, d), GELU, LayerNorm, then a decoder tied to the token embedding
+// (V, d) plus a free bias (V).
+class MlmHeadImpl : public torch::nn::Module {
+ public:
+  MlmHeadImpl(const EncoderConfig& config, torch::Tensor tied_embedding_VD);
+  torch::Tensor forward(torch::Tensor hidden_MD);  // (M, d) -> (M, V) logits
+};
+TORCH_MODULE(MlmHead);
+
+// Encoder (registered as "encoder") + MLM head (registered as "mlm_head").
+class MlmModelImpl : public torch::nn::Module {
+ public:
+  explicit MlmModelImpl(const EncoderConfig& config);
+  // masked_index: (M,) int64 flat indices b * n + i of the positions to predict.
+  // Returns (M, V) logits; the head runs only on those M rows.
+  torch::Tensor forward(const EncoderInput& input, torch::Tensor masked_index);
+  const std::shared_ptr<EncoderImpl>& encoder() const { return encoder_; }
+
+ private:
+  std::shared_ptr<EncoderImpl> encoder_;
+  MlmHead head_{nullptr};
+};
+TORCH_MODULE(MlmModel);
+
+// BERT-style pooler (dense + tanh on the [CLS] position), dropout, linear to `num_outputs`
+// (number of classes, or 1 for regression). The encoder is registered as "encoder".
+class SequenceClassifierImpl : public torch::nn::Module {
+ public:
+  SequenceClassifierImpl(std::shared_ptr<EncoderImpl> encoder, int64_t num_outputs);
+  torch::Tensor forward(const EncoderInput& input);  // (B, num_outputs)
+  const std::shared_ptr<EncoderImpl>& encoder() const { return encoder_; }
+
+ private:
+  std::shared_ptr<EncoderImpl> encoder_;
+  torch::nn::Linear pooler_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+  torch::nn::Linear out_{nullptr};
+};
+TORCH_MODULE(SequenceClassifier);
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_HEADS_H_
