@@ -25,11 +25,15 @@ ABSL_FLAG(int, threads, 0,
 namespace gmlp::cli {
 namespace {
 
-std::string* g_main_file = nullptr;
+std::vector<std::string>* g_flag_files = nullptr;
 
 bool IsOwnFlagFile(absl::string_view file) {
-  return (g_main_file != nullptr && absl::EndsWith(file, *g_main_file)) ||
-         absl::EndsWith(file, "cli/flags.cc");
+  if (g_flag_files != nullptr) {
+    for (const std::string& f : *g_flag_files) {
+      if (absl::EndsWith(file, f)) return true;
+    }
+  }
+  return absl::EndsWith(file, "cli/flags.cc") || absl::EndsWith(file, "cli/shared_flags.cc");
 }
 
 }  // namespace
@@ -43,7 +47,13 @@ int NumThreads() {
 
 std::vector<std::string> ParseSubcommandFlags(int argc, char** argv, absl::string_view main_file,
                                               absl::string_view usage) {
-  g_main_file = new std::string(main_file);
+  return ParseSubcommandFlags(argc, argv, std::vector<std::string>{std::string(main_file)}, usage);
+}
+
+std::vector<std::string> ParseSubcommandFlags(int argc, char** argv,
+                                              const std::vector<std::string>& flag_files,
+                                              absl::string_view usage) {
+  g_flag_files = new std::vector<std::string>(flag_files);
   absl::FlagsUsageConfig config;
   config.contains_help_flags = IsOwnFlagFile;
   config.contains_helpshort_flags = IsOwnFlagFile;

@@ -19,6 +19,13 @@ namespace gmlp::cli {
 std::vector<std::string> ParseSubcommandFlags(int argc, char** argv, absl::string_view main_file,
                                               absl::string_view usage);
 
+// Same, for a subcommand that also reads flags defined in other *_main.cc files (Abseil flag
+// names are global to the binary, so a knob two subcommands share is one flag): flags of any of
+// `flag_files` are accepted and listed in --help. Example: `gmlp study` reuses finetune's --lr.
+std::vector<std::string> ParseSubcommandFlags(int argc, char** argv,
+                                              const std::vector<std::string>& flag_files,
+                                              absl::string_view usage);
+
 // Prints "gmlp <subcommand>: error: <message>" to stderr and returns 1 (for `return Fail(...)`).
 int Fail(absl::string_view subcommand, const absl::Status& status);
 

@@ -51,6 +51,12 @@ struct MlmBatch {
 struct LoaderState {
   int64_t epoch = 0;
   int64_t position = 0;  // batches already served in this epoch
+  // What the batch sequence depends on besides (epoch, position), recorded so that Restore refuses
+  // a state from a run with another seed or global batch (world_size * batch_size). A state whose
+  // global_batch_size is 0 (built by hand) is not checked. Masks also depend on the rank, so a
+  // resumed run sees the same sequences on other world sizes but identical batches only on the same.
+  uint64_t seed = 0;
+  int64_t global_batch_size = 0;
   nlohmann::json ToJson() const;
   static absl::StatusOr<LoaderState> FromJson(const nlohmann::json& j);
 };
@@ -70,6 +76,8 @@ class MlmLoader {
   virtual int64_t batches_per_epoch() const = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t seq_len() const = 0;
+  // Sequences in the split (all ranks together), before dropping the tail.
+  virtual int64_t num_sequences() const = 0;
 };
 
 }  // namespace gmlp::data

@@ -1,10 +1,64 @@
-// Stub: replaced by the stage's real entry point.
+// `gmlp predict`: label sentences (or sentence pairs) with a model `gmlp finetune` saved.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
+#include "finetune/saved_model.h"
+
+ABSL_DECLARE_FLAG(std::string, model);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(std::string, input);  // cli/shared_flags.cc
 
 namespace gmlp::cli {
+
 int PredictMain(int argc, char** argv) {
-  ParseSubcommandFlags(argc, argv, "predict_main.cc", "not implemented yet");
-  return Fail(argv[0], absl::UnimplementedError("not implemented yet"));
+  // Shared flags (cli/shared_flags.cc) take this subcommand's defaults.
+  absl::SetFlag(&FLAGS_input, "-");
+  absl::SetFlag(&FLAGS_model, "");
+  ParseSubcommandFlags(
+      argc, argv, "predict_main.cc",
+      "gmlp predict --model=runs/ft/sst2 [--input=file|-]\n\n"
+      "Prints one label (or score, for regression tasks) per input line. Pair tasks read "
+      "'sentence1<TAB>sentence2' lines.");
+  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  if (model_dir.empty()) {
+    return Fail(argv[0], absl::InvalidArgumentError(
+                             "--model is required: the --output directory of `gmlp finetune`"));
+  }
+  const std::string input = absl::GetFlag(FLAGS_input);
+  std::vector<std::string> lines;
+  {
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (input != "-") {
+      file.open(input);
+      if (!file) {
+        return Fail(argv[0], absl::NotFoundError(absl::StrCat(
+                                 input, ": cannot open; check the path (or use --input=- for "
+                                        "stdin)")));
+      }
+      in = &file;
+    }
+    std::string line;
+    while (std::getline(*in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+      lines.push_back(line);
+    }
+  }
+  auto model = finetune::LoadFinetunedModel(model_dir);
+  if (!model.ok()) return Fail(argv[0], model.status());
+  auto labels = finetune::PredictLines(*model, lines, input == "-" ? "<stdin>" : input,
+                                       /*batch_size=*/64);
+  if (!labels.ok()) return Fail(argv[0], labels.status());
+  for (const std::string& l : *labels) std::printf("%s\n", l.c_str());
+  return 0;
 }
+
 }  // namespace gmlp::cli

@@ -25,6 +25,13 @@ class EncoderImpl : public torch::nn::Module {
 
   // Returns (B, n, d). May be a non-contiguous view of the encoder's internal layout.
   virtual torch::Tensor forward(const EncoderInput& input) = 0;
+  // forward() without the final position-wise LayerNorm (pre-LN encoders end with one; for a
+  // post-LN Transformer it is the identity): forward(x) == final_norm(forward_features(x)).
+  // Heads that read only a few positions (masked rows, [CLS]) gather them first and normalize
+  // only those rows.
+  virtual torch::Tensor forward_features(const EncoderInput& input) = 0;
+  // Applies the final position-wise normalization to hidden states of shape (..., d).
+  virtual torch::Tensor final_norm(const torch::Tensor& hidden_XD) = 0;
   // (V, d): the token embedding table, tied to the MLM decoder.
   virtual torch::Tensor token_embedding_weight() = 0;
 

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "model/encoder.h"
+#include "model/layers.h"
 
 namespace gmlp::model {
 
@@ -17,6 +18,14 @@ class MlmHeadImpl : public torch::nn::Module {
  public:
   MlmHeadImpl(const EncoderConfig& config, torch::Tensor tied_embedding_VD);
   torch::Tensor forward(torch::Tensor hidden_MD);  // (M, d) -> (M, V) logits
+
+ private:
+  // Not registered here: it is the encoder's parameter (it shares storage, so the encoder's
+  // to()/load updates reach it).
+  torch::Tensor tied_embedding_VD_;
+  torch::nn::Linear dense_{nullptr};
+  LayerNorm norm_{nullptr};
+  torch::Tensor bias_;
 };
 TORCH_MODULE(MlmHead);
 

@@ -5,6 +5,7 @@
 #define GMLP_TOKENIZER_TOKENIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,8 +25,9 @@ inline constexpr int32_t kMaskId = 4;  // [MASK]
 inline constexpr int32_t kNumSpecialIds = 5;
 
 struct TrainOptions {
-  std::vector<std::string> inputs;    // plain text, .gz or .xz; WikiExtractor <doc> or blank-line docs
-  std::string model_prefix;           // writes <prefix>.model and <prefix>.vocab
+  // Plain text, .gz or .xz (globs allowed); WikiExtractor <doc> blocks or blank-line documents.
+  std::vector<std::string> inputs;
+  std::string model_prefix;  // writes <prefix>.model and <prefix>.vocab
   int32_t vocab_size = 8192;
   std::string model_type = "unigram";  // unigram | bpe
   double character_coverage = 0.9995;
@@ -33,18 +35,51 @@ struct TrainOptions {
   int64_t input_sentence_size = 2000000;  // sentences sampled from the corpus for training
   int32_t num_threads = 0;                // 0 = all cores
   uint64_t seed = 1;
+  // Longer lines are cut (at whitespace) into sentences of at most this many bytes: SentencePiece
+  // would otherwise drop them from training.
+  int32_t max_sentence_length = 8192;
+  // Invalid UTF-8 lines are counted and skipped unless this is set (then they are an error).
+  bool strict_utf8 = false;
+  bool verbose = false;  // show SentencePiece's own training log on stderr
+  // Called with a one-line progress message after the corpus is read (training can then take
+  // minutes); not a knob, so no flag or JSON key.
+  std::function<void(absl::string_view)> on_progress;
 };
 
-// Trains a model; the special tokens get the ids above.
+// What Train read and used.
+struct TrainStats {
+  int64_t files = 0;
+  int64_t bytes = 0;  // decompressed bytes read
+  int64_t documents = 0;
+  int64_t sentences = 0;           // sentences (lines or pieces of long lines) read
+  int64_t sampled_sentences = 0;   // of which trained on (at most input_sentence_size)
+  int64_t invalid_utf8_lines = 0;  // skipped
+  double seconds = 0;
+};
+
+// Checks the options without touching the inputs; InvalidArgument names the bad field.
+absl::Status ValidateTrainOptions(const TrainOptions& options);
+
+// Trains a model; the special tokens get the ids above. The inputs (globs allowed) are read with
+// CorpusReader; when they hold more than input_sentence_size sentences, a uniform sample of that
+// many (reservoir sampling, seeded by `seed`) is trained on. <prefix>.model and <prefix>.vocab
+// appear atomically, and only when training succeeded. `stats`, if not null, says what was read.
 absl::Status Train(const TrainOptions& options);
+absl::Status Train(const TrainOptions& options, TrainStats* stats);
 
 class Tokenizer {
  public:
+  // Loads a .model file written by `gmlp tokenizer train`. NotFound names a missing file;
+  // FailedPrecondition says when ids 0-4 are not the special tokens above.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_path);
   ~Tokenizer();
 
-  // Appends the ids of `text` (no special tokens added) to `out`.
+  // Appends the ids of `text` (no special tokens added) to `out`. Thread-safe: several threads
+  // may encode with one Tokenizer at once.
+  // Common words are served from a per-thread cache; the ids are exactly SentencePiece's.
   absl::Status Encode(absl::string_view text, std::vector<int32_t>* out) const;
+  // The same ids straight from SentencePiece, without the cache (for tests and benchmarks).
+  absl::Status EncodeUncached(absl::string_view text, std::vector<int32_t>* out) const;
   std::vector<int32_t> Encode(absl::string_view text) const;  // dies on error
   std::string Decode(const std::vector<int32_t>& ids) const;
   int32_t vocab_size() const;

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Pretraining benchmark: LibTorch trainer step (pretrain_bench) vs PyTorch eager
+# (pretrain_reference.py) for each encoder at two CPU presets, fp32 and bf16, interleaved over
+# ROUNDS rounds (the machine is noisy); then weak scaling, 2 ranks x 1 thread vs 1 rank x 1
+# thread at the same per-rank batch. Prints a Markdown table of medians; raw JSON lines go to
+# $OUT (default /tmp/gmlp_pretrain_bench.jsonl).
+#
+#   BUILD_DIR=build ROUNDS=3 STEPS=10 bash bench/pretrain_bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-10}
+THREADS=${THREADS:-2}
+OUT=${OUT:-/tmp/gmlp_pretrain_bench.jsonl}
+BENCH="$BUILD_DIR/pretrain_bench"
+REF="bench/pretrain_reference.py"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+: > "$OUT"
+
+run_pair() {  # preset vocab bf16(0|1)
+  local preset=$1 vocab=$2 bf16=$3 flag="" pyflag=""
+  if [[ $bf16 == 1 ]]; then flag="--bf16"; pyflag="--bf16"; fi
+  "$BENCH" --preset="$preset" --vocab="$vocab" --steps="$STEPS" --threads="$THREADS" $flag \
+    --config_out="$TMP/$preset.json" | sed "s/^{/{\"round\":$r,/" >> "$OUT"
+  /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
+    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",/" >> "$OUT"
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+  for bf16 in 0 1; do
+    for arch in gmlp amlp transformer; do
+      run_pair "$arch-tiny" 8192 "$bf16"
+      run_pair "$arch-small" 16384 "$bf16"
+    done
+  done
+  # Weak scaling: same per-rank batch, 1 thread per rank.
+  "$BENCH" --preset=gmlp-tiny --steps="$STEPS" --threads=1 --batch=16 \
+    | sed "s/^{/{\"round\":$r,\"scaling\":1,/" >> "$OUT"
+  port=$((29500 + RANDOM % 1000))
+  for rank in 0 1; do
+    RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      "$BENCH" --preset=gmlp-tiny --steps="$STEPS" --threads=1 --batch=16 \
+      | sed "s/^{/{\"round\":$r,\"scaling\":2,/" >> "$OUT" &
+  done
+  wait
+done
+
+/usr/bin/python3 - "$OUT" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def med(xs): return statistics.median(xs) if xs else float("nan")
+print("| preset | precision | LibTorch tok/s | PyTorch tok/s | ratio (median of per-round) | MFU LibTorch | MFU PyTorch |")
+print("|---|---|---|---|---|---|---|")
+keys = []
+for r in rows:
+    if "scaling" in r: continue
+    k = (r["preset"], r["bf16"])
+    if k not in keys: keys.append(k)
+for preset, bf16 in keys:
+    ours = {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16 and r["impl"] == "libtorch" and "scaling" not in r}
+    ref = {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16 and r["impl"] == "pytorch"}
+    rounds = sorted(set(ours) & set(ref))
+    ratio = med([ours[i]["tokens_per_s"] / ref[i]["tokens_per_s"] for i in rounds])
+    t_o = med([ours[i]["tokens_per_s"] for i in rounds]); t_r = med([ref[i]["tokens_per_s"] for i in rounds])
+    fpt = ours[rounds[0]]["flops_per_token"]; peak = med([ours[i]["peak_gflops"] for i in rounds])
+    print(f"| {preset} | {'bf16' if bf16 else 'fp32'} | {t_o:.0f} | {t_r:.0f} | {ratio:.2f}x | "
+          f"{fpt * t_o / peak / 1e9:.2f} | {fpt * t_r / peak / 1e9:.2f} |")
+one = {r["round"]: r for r in rows if r.get("scaling") == 1}
+two = {r["round"]: r for r in rows if r.get("scaling") == 2}
+eff = [two[i]["tokens_per_s"] / (2 * one[i]["tokens_per_s"]) for i in sorted(set(one) & set(two))]
+if eff:
+    print(f"\nweak scaling (gmlp-tiny, 16 seq/rank, 1 thread/rank): 2 ranks vs 1: efficiency "
+          f"median {med(eff):.2f} (rounds: {', '.join(f'{e:.2f}' for e in eff)})")
+PY

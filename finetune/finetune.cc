@@ -1,0 +1,270 @@
+#include "finetune/finetune.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "common/status.h"
+#include "finetune/metrics.h"
+#include "finetune/saved_model.h"
+#include "model/config.h"
+#include "model/flops.h"
+#include "pretrain/pretrained.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gmlp::finetune {
+namespace {
+
+// Every split of the task read and encoded.
+struct TaskData {
+  std::vector<EncodedExample> train;
+  std::vector<EncodedSplit> evals;
+  std::vector<EncodedSplit> tests;
+  std::vector<SplitData> eval_raw;
+  std::vector<SplitData> test_raw;
+};
+
+absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
+  if (job.task.empty() == job.task_spec.empty()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --task (a GLUE task) or --task_spec (a task spec JSON file)");
+  }
+  if (!job.task.empty()) return GlueTask(job.task);
+  return LoadTaskSpec(job.task_spec);
+}
+
+std::string FormatPrediction(const TaskSpec& task, const SplitPredictions& p, size_t i) {
+  if (task.is_regression()) return absl::StrFormat("%.3f", p.score[i]);
+  return task.labels[p.label[i]];
+}
+
+std::string FormatGold(const TaskSpec& task, const Example& e) {
+  if (task.is_regression()) return absl::StrFormat("%.3f", e.score);
+  return e.label >= 0 ? task.labels[e.label] : "";
+}
+
+absl::Status WritePredictions(const TaskSpec& task, const TaskData& data,
+                              const SeedResult& best, const std::string& output) {
+  const std::string pred_dir = JoinPath(output, "predictions");
+  GMLP_RETURN_IF_ERROR(MakeDirs(pred_dir));
+  for (const SplitData& split : data.eval_raw) {
+    const SplitPredictions& p = best.predictions.at(split.name);
+    std::string text = "index\tprediction\tlabel\n";
+    for (size_t i = 0; i < split.examples.size(); ++i) {
+      absl::StrAppend(&text, split.examples[i].id, "\t", FormatPrediction(task, p, i), "\t",
+                      FormatGold(task, split.examples[i]), "\n");
+    }
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(pred_dir, split.name + ".tsv"), text));
+  }
+  if (data.test_raw.empty()) return absl::OkStatus();
+  const std::string sub_dir = JoinPath(output, "submission");
+  GMLP_RETURN_IF_ERROR(MakeDirs(sub_dir));
+  for (size_t t = 0; t < data.test_raw.size(); ++t) {
+    const SplitData& split = data.test_raw[t];
+    const SplitSpec* spec = nullptr;
+    for (const SplitSpec& s : task.test) {
+      if (s.name == split.name) spec = &s;
+    }
+    const std::string file =
+        spec != nullptr && !spec->submission.empty() ? spec->submission : split.name + ".tsv";
+    const SplitPredictions& p = best.predictions.at(split.name);
+    std::string text = "index\tprediction\n";  // the GLUE submission format
+    for (size_t i = 0; i < split.examples.size(); ++i) {
+      absl::StrAppend(&text, split.examples[i].id, "\t", FormatPrediction(task, p, i), "\n");
+    }
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(sub_dir, file), text));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DefaultDataDir(const FinetuneJob& job, const std::string& data_root) {
+  if (!job.data_dir.empty()) return job.data_dir;
+  if (job.task.empty()) return data_root;
+  auto t = GlueTask(job.task);
+  const std::string name = t.ok() ? t->name : job.task;
+  if (name == "RTE") return JoinPath(data_root, "nli/RTE");
+  return JoinPath(data_root, JoinPath("glue", name));
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    uint64_t s = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &s)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--seeds: '", part, "' is not a non-negative integer; e.g. --seeds=1,2,3"));
+    }
+    seeds.push_back(s);
+  }
+  if (seeds.empty()) return absl::InvalidArgumentError("--seeds is empty; e.g. --seeds=1,2,3");
+  return seeds;
+}
+
+nlohmann::json SummarizeSeeds(const std::vector<SeedResult>& seeds) {
+  nlohmann::json summary = nlohmann::json::object();
+  if (seeds.empty()) return summary;
+  for (const auto& [split, metrics] : seeds.front().best) {
+    for (const auto& [metric, unused] : metrics) {
+      std::vector<double> values;
+      for (const SeedResult& s : seeds) values.push_back(s.best.at(split).at(metric));
+      const SeedStats st = Summarize(values);
+      summary[split][metric] = {{"values", values}, {"mean", st.mean},   {"median", st.median},
+                                {"std", st.std},    {"min", st.min},     {"max", st.max}};
+    }
+  }
+  return summary;
+}
+
+absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
+  GMLP_RETURN_IF_ERROR(job.options.Validate());
+  GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(job));
+  if (job.output.empty()) return absl::InvalidArgumentError("--output is empty; name a directory");
+  const std::string data_dir = DefaultDataDir(job, "../shared/data");
+
+  // The encoder a seed starts from, and the tokenizer that goes with it.
+  model::EncoderConfig config;
+  std::string tokenizer_path;
+  EncoderFactory make_encoder;
+  if (!job.init.empty()) {
+    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(job.init));
+    config = pre.config;
+    tokenizer_path = pre.tokenizer_path;
+    const std::string init = job.init;
+    make_encoder = [init]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder p, pretrain::LoadPretrainedEncoder(init));
+      return p.encoder;
+    };
+  } else {
+    if (job.preset.empty() || job.tokenizer.empty()) {
+      return absl::InvalidArgumentError(
+          "--init is unset: name a pretrained run (--init=runs/pretrain/...), or to train from "
+          "scratch give both --preset and --tokenizer");
+    }
+    std::fprintf(stderr,
+                 "\n*** WARNING: --init is unset: finetuning a RANDOMLY INITIALIZED %s encoder "
+                 "(no pretraining). Scores will be far below pretrained ones. ***\n\n",
+                 job.preset.c_str());
+    GMLP_ASSIGN_OR_RETURN(config, model::Preset(job.preset));
+    tokenizer_path = job.tokenizer;
+  }
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
+                        tokenizer::Tokenizer::Load(tokenizer_path));
+  if (job.init.empty()) {
+    config.vocab_size = tok->vocab_size();
+    config.max_seq_len = std::max(config.max_seq_len, job.options.max_len);
+    GMLP_RETURN_IF_ERROR(config.Validate());
+    make_encoder = [config]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+      return model::MakeEncoder(config);
+    };
+  }
+  if (job.options.max_len > config.max_seq_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_len=", job.options.max_len, " exceeds the encoder's max_seq_len (",
+                     config.max_seq_len, "); lower --max_len"));
+  }
+
+  // Read and encode every split.
+  const TokenizeFn tokenize = [&tok](absl::string_view text, std::vector<int32_t>* out) {
+    return tok->Encode(text, out);
+  };
+  const bool pair = task.is_pair();
+  TaskData data;
+  {
+    GMLP_ASSIGN_OR_RETURN(SplitData train, ReadSplit(task, task.train, data_dir));
+    if (train.skipped_rows > 0) {
+      std::fprintf(stderr, "finetune: %s: skipped %lld malformed rows\n", train.path.c_str(),
+                   static_cast<long long>(train.skipped_rows));
+    }
+    if (job.max_train_examples > 0 &&
+        static_cast<int64_t>(train.examples.size()) > job.max_train_examples) {
+      // A fixed random subset, the same for every seed and every encoder.
+      std::mt19937_64 rng(12345);
+      std::shuffle(train.examples.begin(), train.examples.end(), rng);
+      train.examples.resize(job.max_train_examples);
+    }
+    GMLP_ASSIGN_OR_RETURN(data.train, EncodeSplit(train, pair, job.options.max_len, tokenize));
+  }
+  for (const SplitSpec& s : task.eval) {
+    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadSplit(task, s, data_dir));
+    if (job.max_eval_examples > 0 &&
+        static_cast<int64_t>(d.examples.size()) > job.max_eval_examples) {
+      d.examples.resize(job.max_eval_examples);
+    }
+    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc,
+                          EncodeSplit(d, pair, job.options.max_len, tokenize));
+    data.evals.push_back({s.name, std::move(enc)});
+    data.eval_raw.push_back(std::move(d));
+  }
+  for (const SplitSpec& s : task.test) {
+    const std::string path = ResolveDataPath(data_dir, s.file);
+    if (!PathExists(path)) {
+      std::fprintf(stderr, "finetune: %s: no test file %s; no predictions for split '%s'\n",
+                   task.name.c_str(), path.c_str(), s.name.c_str());
+      continue;
+    }
+    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadSplit(task, s, data_dir));
+    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc,
+                          EncodeSplit(d, pair, job.options.max_len, tokenize));
+    data.tests.push_back({s.name, std::move(enc)});
+    data.test_raw.push_back(std::move(d));
+  }
+  std::fprintf(stderr, "finetune %s: %zu train examples, eval %s; %s encoder, %zu seed(s)\n",
+               task.name.c_str(), data.train.size(), task.eval[0].name.c_str(),
+               config.arch.c_str(), job.seeds.size());
+
+  // k seeds; the best (by eval[0]'s primary metric) is saved.
+  std::vector<SeedResult> results;
+  SeedRun best;
+  for (uint64_t seed : job.seeds) {
+    GMLP_ASSIGN_OR_RETURN(SeedRun run, FinetuneSeed(task, make_encoder, data.train, data.evals,
+                                                    data.tests, job.options, seed));
+    results.push_back(run.result);
+    if (best.classifier.is_empty() || run.result.selection_score > best.result.selection_score) {
+      best = std::move(run);
+    }
+  }
+
+  GMLP_RETURN_IF_ERROR(MakeDirs(job.output));
+  nlohmann::json out = {{"task", task.name},
+                        {"task_spec", task.ToJson()},
+                        {"data_dir", data_dir},
+                        {"init", job.init},
+                        {"from_scratch", job.init.empty()},
+                        {"encoder", config.ToJson()},
+                        {"num_params", model::CountParameters(config).total},
+                        {"options", job.options.ToJson()},
+                        {"max_train_examples", job.max_train_examples},
+                        {"train_examples", data.train.size()},
+                        {"selection_split", task.eval[0].name},
+                        {"selection_metric", task.primary_metric()},
+                        {"best_seed", best.result.seed}};
+  out["seeds"] = nlohmann::json::array();
+  for (const SeedResult& r : results) out["seeds"].push_back(r.ToJson());
+  out["summary"] = SummarizeSeeds(results);
+  GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
+  if (job.save_model) {
+    GMLP_RETURN_IF_ERROR(SaveFinetunedModel(JoinPath(job.output, kModelDir), *best.classifier,
+                                            config, task, job.options.max_len, tokenizer_path));
+  }
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(job.output, kResultsFile), out.dump(2) + "\n"));
+
+  for (const auto& [split, metrics] : out["summary"].items()) {
+    for (const auto& [metric, s] : metrics.items()) {
+      std::fprintf(stderr, "finetune %s: %s %s: median %.4f mean %.4f std %.4f over %zu seed(s)\n",
+                   task.name.c_str(), split.c_str(), metric.c_str(), s["median"].get<double>(),
+                   s["mean"].get<double>(), s["std"].get<double>(), results.size());
+    }
+  }
+  return out;
+}
+
+}  // namespace gmlp::finetune

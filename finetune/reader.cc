@@ -1,0 +1,295 @@
+#include "finetune/reader.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "common/status.h"
+
+namespace gmlp::finetune {
+namespace {
+
+constexpr absl::string_view kBom = "\xEF\xBB\xBF";
+
+// The roles a split reads, in a fixed order; an empty column name means "not read".
+enum Role { kSentence1 = 0, kSentence2, kLabel, kIndex, kSplit, kNumRoles };
+constexpr const char* kRoleNames[kNumRoles] = {"sentence1", "sentence2", "label", "index",
+                                               "split_column"};
+
+std::vector<std::string> RoleColumns(const SplitSpec& s) {
+  return {s.sentence1, s.sentence2, s.label, s.index, s.split_column};
+}
+
+bool IsNumber(absl::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// One row as the fields of each role ("" where the role is not read).
+struct RawRow {
+  int64_t line = 0;
+  std::string fields[kNumRoles];
+};
+
+class ExampleBuilder {
+ public:
+  ExampleBuilder(const TaskSpec& task, const SplitSpec& split, SplitData* out)
+      : task_(task), split_(split), out_(out) {
+    for (size_t i = 0; i < task.labels.size(); ++i) {
+      label_index_[absl::AsciiStrToLower(task.labels[i])] = static_cast<int64_t>(i);
+    }
+  }
+
+  absl::Status Add(RawRow row) {
+    if (!split_.split_column.empty() &&
+        absl::StripAsciiWhitespace(row.fields[kSplit]) != split_.split_value) {
+      return absl::OkStatus();
+    }
+    if (split_.max_examples > 0 &&
+        static_cast<int64_t>(out_->examples.size()) >= split_.max_examples) {
+      return absl::OkStatus();
+    }
+    Example e;
+    e.line = row.line;
+    e.text_a = std::string(absl::StripAsciiWhitespace(row.fields[kSentence1]));
+    e.text_b = std::string(absl::StripAsciiWhitespace(row.fields[kSentence2]));
+    e.id = split_.index.empty() ? std::to_string(out_->examples.size())
+                                : std::string(absl::StripAsciiWhitespace(row.fields[kIndex]));
+    if (!split_.label.empty()) {
+      const std::string label(absl::StripAsciiWhitespace(row.fields[kLabel]));
+      if (task_.is_regression()) {
+        if (!absl::SimpleAtod(label, &e.score)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(out_->path, ":", row.line, ": label '", label, "' in column '",
+                           split_.label, "' is not a number; this task is a regression"));
+        }
+      } else {
+        auto it = label_index_.find(absl::AsciiStrToLower(label));
+        if (it == label_index_.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              out_->path, ":", row.line, ": label '", label, "' in column '", split_.label,
+              "' is not one of the task's labels [", absl::StrJoin(task_.labels, ", "),
+              "]; fix the row or the task's \"labels\""));
+        }
+        e.label = it->second;
+      }
+    }
+    out_->examples.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+
+ private:
+  const TaskSpec& task_;
+  const SplitSpec& split_;
+  SplitData* out_;
+  std::map<std::string, int64_t> label_index_;
+};
+
+absl::Status ReadTsv(const std::string& text, const TaskSpec& task, const SplitSpec& split,
+                     SplitData* out) {
+  ExampleBuilder builder(task, split, out);
+  const std::vector<std::string> role_cols = RoleColumns(split);
+  int col_index[kNumRoles];
+  int needed = 0;  // fields a row must have
+  size_t pos = 0;
+  int64_t line_no = 0;
+  auto next_line = [&](absl::string_view* line) {
+    if (pos >= text.size()) return false;
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    *line = absl::string_view(text).substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    return true;
+  };
+
+  std::vector<std::string> header;
+  absl::string_view line;
+  if (split.header) {
+    if (!next_line(&line)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(out->path, ": empty file; expected a header line then rows"));
+    }
+    header = SplitTsvLine(line);
+    for (std::string& h : header) h = std::string(absl::StripAsciiWhitespace(h));
+  }
+  for (int r = 0; r < kNumRoles; ++r) {
+    col_index[r] = -1;
+    const std::string& col = role_cols[r];
+    if (col.empty()) continue;
+    auto it = std::find(header.begin(), header.end(), col);
+    if (it != header.end()) {
+      col_index[r] = static_cast<int>(it - header.begin());
+    } else if (IsNumber(col)) {
+      col_index[r] = std::stoi(col);
+    } else if (split.header) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          out->path, ":1: the header has no column '", col, "' (for ", kRoleNames[r],
+          "); columns are: ", absl::StrJoin(header, ", "), ". Fix the task spec or the file"));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          out->path, ": column '", col, "' (for ", kRoleNames[r],
+          ") is a name, but this split has no header; give a 0-based column number"));
+    }
+    needed = std::max(needed, col_index[r] + 1);
+  }
+
+  while (next_line(&line)) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank (e.g. final) lines
+    std::vector<std::string> fields = SplitTsvLine(line);
+    if (static_cast<int>(fields.size()) < needed) {
+      if (task.skip_malformed_rows) {
+        ++out->skipped_rows;
+        continue;
+      }
+      std::vector<std::string> want;
+      for (int r = 0; r < kNumRoles; ++r) {
+        if (col_index[r] >= 0) {
+          want.push_back(absl::StrCat(kRoleNames[r], " in column ", col_index[r] + 1));
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          out->path, ":", line_no, ": expected at least ", needed, " tab-separated fields (",
+          absl::StrJoin(want, ", "), "), found ", fields.size(),
+          ". GLUE files are tab-separated without quoting; fix or remove this row"));
+    }
+    RawRow row;
+    row.line = line_no;
+    for (int r = 0; r < kNumRoles; ++r) {
+      if (col_index[r] >= 0) row.fields[r] = std::move(fields[col_index[r]]);
+    }
+    GMLP_RETURN_IF_ERROR(builder.Add(std::move(row)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JsonField(const nlohmann::json& obj, const std::string& key,
+                                      const std::string& where) {
+  if (!obj.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a JSON object per example"));
+  }
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": no key \"", key, "\"; fix the row or the task spec's columns"));
+  }
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  if (it->is_number()) return absl::StrCat(it->get<double>());
+  if (it->is_null()) return std::string();
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ": key \"", key, "\" holds ", it->type_name(), ", expected text"));
+}
+
+absl::Status AddJsonRow(const nlohmann::json& obj, int64_t line, const std::string& where,
+                        const SplitSpec& split, ExampleBuilder* builder) {
+  const std::vector<std::string> role_cols = RoleColumns(split);
+  RawRow row;
+  row.line = line;
+  for (int r = 0; r < kNumRoles; ++r) {
+    if (role_cols[r].empty()) continue;
+    GMLP_ASSIGN_OR_RETURN(row.fields[r], JsonField(obj, role_cols[r], where));
+  }
+  return builder->Add(std::move(row));
+}
+
+absl::Status ReadJsonl(const std::string& text, const TaskSpec& task, const SplitSpec& split,
+                       SplitData* out) {
+  ExampleBuilder builder(task, split, out);
+  int64_t line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    const std::string where = absl::StrCat(out->path, ":", line_no);
+    nlohmann::json obj;
+    try {
+      obj = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": not a JSON object (", e.what(), "); jsonl wants one object per line"));
+    }
+    GMLP_RETURN_IF_ERROR(AddJsonRow(obj, line_no, where, split, &builder));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const SplitSpec& split,
+                            SplitData* out) {
+  ExampleBuilder builder(task, split, out);
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(out->path, ": not valid JSON at byte ", e.byte, " (", e.what(), ")"));
+  }
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        out->path, ": json_object layout wants one object keyed \"0\"..\"N-1\"; found ",
+        root.type_name(), " (use jsonl for one object per line)"));
+  }
+  // nlohmann sorts keys as strings ("10" < "2"): order by number so row ids follow the file.
+  std::vector<std::pair<int64_t, const nlohmann::json*>> rows;
+  for (const auto& [key, value] : root.items()) {
+    int64_t k = 0;
+    if (!absl::SimpleAtoi(key, &k)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          out->path, ": key \"", key, "\" is not a number; json_object wants keys \"0\"..\"N-1\""));
+    }
+    rows.emplace_back(k, &value);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [k, value] : rows) {
+    const std::string where = absl::StrCat(out->path, ": entry \"", k, "\"");
+    GMLP_RETURN_IF_ERROR(AddJsonRow(*value, k + 1, where, split, &builder));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> SplitTsvLine(absl::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return absl::StrSplit(line, '\t');
+}
+
+absl::StatusOr<SplitData> ReadSplit(const TaskSpec& task, const SplitSpec& split,
+                                    const std::string& data_dir) {
+  SplitData out;
+  out.name = split.name;
+  out.path = ResolveDataPath(data_dir, split.file);
+  out.labeled = !split.label.empty();
+  GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(out.path));
+  if (absl::StartsWith(text, kBom)) text.erase(0, kBom.size());
+  if (split.layout == "tsv") {
+    GMLP_RETURN_IF_ERROR(ReadTsv(text, task, split, &out));
+  } else if (split.layout == "jsonl") {
+    GMLP_RETURN_IF_ERROR(ReadJsonl(text, task, split, &out));
+  } else if (split.layout == "json_object") {
+    GMLP_RETURN_IF_ERROR(ReadJsonObject(text, task, split, &out));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(out.path, ": unknown layout '", split.layout,
+                                                   "'; use tsv, jsonl or json_object"));
+  }
+  if (out.examples.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        out.path, ": split '", split.name, "' has no examples",
+        split.split_column.empty()
+            ? ""
+            : absl::StrCat(" with ", split.split_column, " = '", split.split_value, "'"),
+        "; check the file and the task spec"));
+  }
+  return out;
+}
+
+}  // namespace gmlp::finetune

@@ -1,0 +1,401 @@
+#include "finetune/task.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/file_util.h"
+#include "common/status.h"
+
+namespace gmlp::finetune {
+namespace {
+
+const std::set<std::string>& KnownMetrics() {
+  static const auto* m = new std::set<std::string>{"accuracy", "f1", "mcc", "pearson", "spearman"};
+  return *m;
+}
+
+const std::set<std::string>& KnownLayouts() {
+  static const auto* m = new std::set<std::string>{"tsv", "jsonl", "json_object"};
+  return *m;
+}
+
+// A GLUE TSV split with a header row.
+SplitSpec Tsv(std::string name, std::string file, std::string s1, std::string s2,
+              std::string label, std::string index = "") {
+  SplitSpec s;
+  s.name = std::move(name);
+  s.file = std::move(file);
+  s.sentence1 = std::move(s1);
+  s.sentence2 = std::move(s2);
+  s.label = std::move(label);
+  s.index = std::move(index);
+  return s;
+}
+
+SplitSpec TestTsv(std::string name, std::string file, std::string s1, std::string s2,
+                  std::string submission) {
+  SplitSpec s = Tsv(std::move(name), std::move(file), std::move(s1), std::move(s2), "", "index");
+  s.submission = std::move(submission);
+  return s;
+}
+
+// The GLUE task table. Column names are the real files' headers (checked against the GLUE
+// download); CoLA's train/dev have no header, so their columns are numbers.
+std::vector<TaskSpec> BuildGlueTable() {
+  std::vector<TaskSpec> t;
+  {
+    TaskSpec c;
+    c.name = "CoLA";
+    c.labels = {"0", "1"};
+    c.metrics = {"mcc"};
+    // source <TAB> label <TAB> original mark <TAB> sentence; no header.
+    c.train = Tsv("train", "train.tsv", "3", "", "1");
+    c.train.header = false;
+    SplitSpec dev = Tsv("dev", "dev.tsv", "3", "", "1");
+    dev.header = false;
+    c.eval = {dev};
+    c.test = {TestTsv("test", "test.tsv", "sentence", "", "CoLA.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "SST-2";
+    c.labels = {"0", "1"};
+    c.metrics = {"accuracy"};
+    c.train = Tsv("train", "train.tsv", "sentence", "", "label");
+    c.eval = {Tsv("dev", "dev.tsv", "sentence", "", "label")};
+    c.test = {TestTsv("test", "test.tsv", "sentence", "", "SST-2.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "MRPC";
+    c.labels = {"0", "1"};
+    c.metrics = {"f1", "accuracy"};
+    c.train = Tsv("train", "train.tsv", "#1 String", "#2 String", "Quality");
+    c.eval = {Tsv("dev", "dev.tsv", "#1 String", "#2 String", "Quality")};
+    c.test = {TestTsv("test", "test.tsv", "#1 String", "#2 String", "MRPC.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "QQP";
+    c.labels = {"0", "1"};
+    c.metrics = {"f1", "accuracy"};
+    c.train = Tsv("train", "train.tsv", "question1", "question2", "is_duplicate", "id");
+    c.eval = {Tsv("dev", "dev.tsv", "question1", "question2", "is_duplicate", "id")};
+    SplitSpec test = TestTsv("test", "test.tsv", "question1", "question2", "QQP.tsv");
+    test.index = "id";
+    c.test = {test};
+    c.skip_malformed_rows = true;
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "STS-B";
+    c.metrics = {"pearson", "spearman"};
+    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "score", "index");
+    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "score", "index")};
+    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "STS-B.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "MNLI";
+    c.labels = {"contradiction", "entailment", "neutral"};
+    c.metrics = {"accuracy"};
+    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "gold_label", "index");
+    c.eval = {Tsv("dev_matched", "dev_matched.tsv", "sentence1", "sentence2", "gold_label", "index"),
+              Tsv("dev_mismatched", "dev_mismatched.tsv", "sentence1", "sentence2", "gold_label",
+                  "index")};
+    SplitSpec ax = TestTsv("diagnostic", "../diagnostic/diagnostic.tsv", "sentence1", "sentence2",
+                           "AX.tsv");
+    ax.optional = true;
+    c.test = {TestTsv("test_matched", "test_matched.tsv", "sentence1", "sentence2", "MNLI-m.tsv"),
+              TestTsv("test_mismatched", "test_mismatched.tsv", "sentence1", "sentence2",
+                      "MNLI-mm.tsv"),
+              ax};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "QNLI";
+    c.labels = {"entailment", "not_entailment"};
+    c.metrics = {"accuracy"};
+    c.train = Tsv("train", "train.tsv", "question", "sentence", "label", "index");
+    c.eval = {Tsv("dev", "dev.tsv", "question", "sentence", "label", "index")};
+    c.test = {TestTsv("test", "test.tsv", "question", "sentence", "QNLI.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "RTE";
+    c.labels = {"entailment", "not_entailment"};
+    c.metrics = {"accuracy"};
+    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "label", "index");
+    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "label", "index")};
+    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "RTE.tsv")};
+    t.push_back(c);
+  }
+  {
+    TaskSpec c;
+    c.name = "WNLI";
+    c.labels = {"0", "1"};
+    c.metrics = {"accuracy"};
+    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "label", "index");
+    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "label", "index")};
+    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "WNLI.tsv")};
+    t.push_back(c);
+  }
+  return t;
+}
+
+const std::vector<TaskSpec>& GlueTable() {
+  static const auto* t = new std::vector<TaskSpec>(BuildGlueTable());
+  return *t;
+}
+
+absl::Status CheckSplit(const TaskSpec& task, const SplitSpec& s, bool needs_label) {
+  const std::string where = absl::StrCat("task '", task.name, "', split '", s.name, "'");
+  if (s.name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": split has no name"));
+  if (s.file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": no \"file\"; name the data file"));
+  }
+  if (!KnownLayouts().count(s.layout)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": unknown layout '", s.layout,
+                                                   "'; use tsv, jsonl or json_object"));
+  }
+  if (s.sentence1.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": no \"sentence1\" column; name the column holding the text"));
+  }
+  if (needs_label && s.label.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": no \"label\" column; training and eval splits need labels"));
+  }
+  if (s.split_column.empty() != s.split_value.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": give both \"split_column\" and \"split_value\", or neither"));
+  }
+  if (!task.train.sentence2.empty() && s.sentence2.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the task is a sentence-pair task (train has sentence2) but this split has no "
+               "\"sentence2\" column"));
+  }
+  return absl::OkStatus();
+}
+
+// Layout fields of a split, from `j` where present, else from `defaults`.
+absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec& defaults,
+                                        const std::string& default_name, absl::string_view origin) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": each split must be a JSON object like {\"file\": ...}"));
+  }
+  SplitSpec s = defaults;
+  s.name = default_name;
+  try {
+    auto str = [&](const char* key, std::string* out) {
+      if (j.contains(key)) {
+        const auto& v = j.at(key);
+        *out = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.get<std::string>();
+      }
+    };
+    str("name", &s.name);
+    str("file", &s.file);
+    str("layout", &s.layout);
+    str("sentence1", &s.sentence1);
+    str("sentence2", &s.sentence2);
+    str("label", &s.label);
+    str("index", &s.index);
+    str("split_column", &s.split_column);
+    str("split_value", &s.split_value);
+    str("submission", &s.submission);
+    if (j.contains("header")) s.header = j.at("header").get<bool>();
+    if (j.contains("optional")) s.optional = j.at("optional").get<bool>();
+    if (j.contains("max_examples")) s.max_examples = j.at("max_examples").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": split '", s.name, "': wrong value type (", e.what(), ")"));
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json SplitSpec::ToJson() const {
+  nlohmann::json j = {{"name", name},       {"file", file},           {"layout", layout},
+                      {"header", header},   {"sentence1", sentence1}, {"sentence2", sentence2},
+                      {"label", label},     {"index", index}};
+  if (!split_column.empty()) {
+    j["split_column"] = split_column;
+    j["split_value"] = split_value;
+  }
+  if (!submission.empty()) j["submission"] = submission;
+  if (optional) j["optional"] = true;
+  if (max_examples > 0) j["max_examples"] = max_examples;
+  return j;
+}
+
+absl::Status TaskSpec::Validate() const {
+  if (name.empty()) return absl::InvalidArgumentError("task spec has no \"name\"");
+  if (metrics.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task '", name, "': no \"metrics\"; list e.g. [\"accuracy\"] (the first selects epochs)"));
+  }
+  for (const std::string& m : metrics) {
+    if (!KnownMetrics().count(m)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task '", name, "': unknown metric '", m,
+                       "'; use accuracy, f1, mcc, pearson or spearman"));
+    }
+    const bool regression_metric = m == "pearson" || m == "spearman";
+    if (regression_metric != is_regression()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task '", name, "': metric '", m, "' ",
+          is_regression() ? "needs class labels, but the task has no \"labels\" (regression)"
+                          : "is for regression, but the task lists class \"labels\""));
+    }
+    if (m == "f1" && labels.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task '", name, "': f1 is binary F1 of the second label; the task needs 2 labels"));
+    }
+  }
+  std::set<std::string> seen;
+  for (const std::string& l : labels) {
+    if (!seen.insert(absl::AsciiStrToLower(l)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task '", name, "': label '", l, "' is listed twice (case-insensitive)"));
+    }
+  }
+  GMLP_RETURN_IF_ERROR(CheckSplit(*this, train, true));
+  if (eval.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task '", name, "': no eval split; the first one selects the best epoch"));
+  }
+  std::set<std::string> names = {train.name};
+  for (const SplitSpec& s : eval) {
+    GMLP_RETURN_IF_ERROR(CheckSplit(*this, s, true));
+    if (!names.insert(s.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task '", name, "': two splits are named '", s.name, "'"));
+    }
+  }
+  for (const SplitSpec& s : test) {
+    GMLP_RETURN_IF_ERROR(CheckSplit(*this, s, false));
+    if (!names.insert(s.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task '", name, "': two splits are named '", s.name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json TaskSpec::ToJson() const {
+  nlohmann::json j = {{"name", name}, {"labels", labels}, {"metrics", metrics},
+                      {"train", train.ToJson()}};
+  j["eval"] = nlohmann::json::array();
+  for (const SplitSpec& s : eval) j["eval"].push_back(s.ToJson());
+  j["test"] = nlohmann::json::array();
+  for (const SplitSpec& s : test) j["test"].push_back(s.ToJson());
+  if (skip_malformed_rows) j["skip_malformed_rows"] = true;
+  return j;
+}
+
+absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::string_view origin) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": a task spec is one JSON object"));
+  }
+  static const std::set<std::string> kKeys = {
+      "name",  "labels",       "metrics",     "train",     "eval",  "test", "skip_malformed_rows",
+      "layout", "header",      "sentence1",   "sentence2", "label", "index", "split_column",
+      "file",  "description"};
+  for (const auto& [key, value] : j.items()) {
+    if (!kKeys.count(key)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": unknown key \"", key, "\"; known: ", absl::StrJoin(kKeys, ", ")));
+    }
+  }
+  TaskSpec t;
+  SplitSpec defaults;
+  try {
+    t.name = j.value("name", std::string());
+    if (j.contains("labels")) t.labels = j.at("labels").get<std::vector<std::string>>();
+    if (j.contains("metrics")) t.metrics = j.at("metrics").get<std::vector<std::string>>();
+    t.skip_malformed_rows = j.value("skip_malformed_rows", false);
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": wrong value type (", e.what(), ")"));
+  }
+  // Top-level layout fields are the defaults of every split.
+  GMLP_ASSIGN_OR_RETURN(defaults, SplitFromJson(j, SplitSpec(), "", origin));
+  defaults.file.clear();
+  defaults.submission.clear();
+  if (!j.contains("train")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": no \"train\" split; add \"train\": {\"file\": ...}"));
+  }
+  GMLP_ASSIGN_OR_RETURN(t.train, SplitFromJson(j.at("train"), defaults, "train", origin));
+  auto read_list = [&](const char* key, const std::string& default_name,
+                       std::vector<SplitSpec>* out) -> absl::Status {
+    if (!j.contains(key)) return absl::OkStatus();
+    const nlohmann::json& list = j.at(key);
+    if (list.is_object()) {  // one split may be given without the list
+      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list, defaults, default_name, origin));
+      out->push_back(s);
+      return absl::OkStatus();
+    }
+    if (!list.is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": \"", key, "\" must be a list of split objects"));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string name = i == 0 ? default_name : absl::StrCat(default_name, i + 1);
+      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list[i], defaults, name, origin));
+      out->push_back(s);
+    }
+    return absl::OkStatus();
+  };
+  GMLP_RETURN_IF_ERROR(read_list("eval", "dev", &t.eval));
+  GMLP_RETURN_IF_ERROR(read_list("test", "test", &t.test));
+  absl::Status st = t.Validate();
+  if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", st.message()));
+  return t;
+}
+
+absl::StatusOr<TaskSpec> GlueTask(absl::string_view name) {
+  for (const TaskSpec& t : GlueTable()) {
+    if (absl::EqualsIgnoreCase(t.name, name)) return t;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown GLUE task '", name, "'; known: ", absl::StrJoin(GlueTaskNames(), ", "),
+                   " (or describe your data with --task_spec=file.json)"));
+}
+
+std::vector<std::string> GlueTaskNames() {
+  std::vector<std::string> names;
+  for (const TaskSpec& t : GlueTable()) names.push_back(t.name);
+  return names;
+}
+
+absl::StatusOr<TaskSpec> LoadTaskSpec(const std::string& path) {
+  GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not valid JSON at byte ", e.byte, " (", e.what(), ")"));
+  }
+  return TaskSpec::FromJson(j, path);
+}
+
+std::string ResolveDataPath(const std::string& data_dir, const std::string& file) {
+  if (!file.empty() && file.front() == '/') return file;
+  return JoinPath(data_dir, file);
+}
+
+}  // namespace gmlp::finetune

@@ -1,0 +1,83 @@
+// Task descriptions for finetuning: where each split's examples live, how to read them (layout,
+// columns), the label set (or regression) and the metrics. The nine GLUE tasks are rows of a
+// built-in table; any other dataset is described by a JSON task spec with the same fields
+// (see finetune/README.md). Torch-free.
+#ifndef GMLP_FINETUNE_TASK_H_
+#define GMLP_FINETUNE_TASK_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gmlp::finetune {
+
+// One split (train, a dev set, a test set) of a task: one file read one way.
+struct SplitSpec {
+  std::string name;            // "train", "dev", "dev_matched", "test", "xnli_en_test", ...
+  std::string file;            // relative to the data directory, or absolute
+  std::string layout = "tsv";  // tsv | jsonl | json_object ({"0": {...}, "1": {...}})
+  bool header = true;          // tsv only: first line names the columns
+  // Columns: a header name / JSON key, or a 0-based column number ("3"). sentence2 empty =
+  // single-sentence task; label empty = unlabeled (test) split; index empty = row number.
+  std::string sentence1;
+  std::string sentence2;
+  std::string label;
+  std::string index;
+  // Optional: keep only rows whose `split_column` equals `split_value` (SICK's SemEval_set).
+  std::string split_column;
+  std::string split_value;
+  std::string submission;  // test splits: the GLUE submission file name ("MNLI-m.tsv")
+  bool optional = false;   // a missing file is skipped (with a note) instead of an error
+  int64_t max_examples = 0;  // > 0: keep only the first N rows (subsets for quick runs)
+
+  nlohmann::json ToJson() const;
+};
+
+struct TaskSpec {
+  std::string name;
+  // Class labels as they appear in the data (matched case-insensitively, so "NEUTRAL" in SICK
+  // equals "neutral" in MNLI); empty = regression on a numeric label.
+  std::vector<std::string> labels;
+  // Official metrics, the first is the one that selects the best epoch: accuracy | f1 | mcc |
+  // pearson | spearman.
+  std::vector<std::string> metrics;
+  SplitSpec train;
+  std::vector<SplitSpec> eval;  // eval[0] selects the best epoch; the others are reported
+  std::vector<SplitSpec> test;  // predictions only
+  // Rows with too few fields are skipped with a count instead of failing (QQP's train file has a
+  // few); off by default so that a broken file is one clear error.
+  bool skip_malformed_rows = false;
+
+  bool is_regression() const { return labels.empty(); }
+  int64_t num_outputs() const { return labels.empty() ? 1 : static_cast<int64_t>(labels.size()); }
+  bool is_pair() const { return !train.sentence2.empty(); }
+  const std::string& primary_metric() const { return metrics.front(); }
+
+  // Checks names, metrics, and that every split names sentence1 (and a label for train/eval).
+  absl::Status Validate() const;
+  nlohmann::json ToJson() const;
+  // Parses a task spec (format in finetune/README.md): top-level layout fields are defaults that
+  // each split may override. `origin` names the file in error messages.
+  static absl::StatusOr<TaskSpec> FromJson(const nlohmann::json& j, absl::string_view origin);
+};
+
+// The GLUE task table: CoLA, SST-2, MRPC, QQP, STS-B, MNLI, QNLI, RTE, WNLI (case-insensitive;
+// "MNLI-m"/"MNLI-mm" are not names: MNLI evaluates both). Files are relative to the task's
+// GLUE folder (e.g. glue_data/SST-2).
+absl::StatusOr<TaskSpec> GlueTask(absl::string_view name);
+std::vector<std::string> GlueTaskNames();
+
+// Reads a task spec JSON file.
+absl::StatusOr<TaskSpec> LoadTaskSpec(const std::string& path);
+
+// Resolves `file` against `data_dir` unless it is absolute.
+std::string ResolveDataPath(const std::string& data_dir, const std::string& file);
+
+}  // namespace gmlp::finetune
+
+#endif  // GMLP_FINETUNE_TASK_H_

@@ -1,0 +1,266 @@
+#include "finetune/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "finetune/metrics.h"
+#include "pretrain/optimizer.h"
+#include "pretrain/schedule.h"
+
+namespace gmlp::finetune {
+namespace {
+
+model::EncoderInput ToInput(const PaddedBatch& b) {
+  const auto shape = std::vector<int64_t>{b.batch, b.len};
+  model::EncoderInput in;
+  in.input_ids =
+      torch::from_blob(const_cast<int64_t*>(b.ids.data()), shape, torch::kLong).clone();
+  in.segment_ids =
+      torch::from_blob(const_cast<int64_t*>(b.segments.data()), shape, torch::kLong).clone();
+  in.pad_mask = torch::from_blob(const_cast<uint8_t*>(b.mask.data()), shape, torch::kUInt8)
+                    .to(torch::kBool);
+  return in;
+}
+
+// Parameters and buffers by name, deep-copied: the best epoch's weights.
+using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
+
+StateDict CopyState(const torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  StateDict s;
+  for (const auto& p : m.named_parameters()) s.emplace_back(p.key(), p.value().detach().clone());
+  for (const auto& b : m.named_buffers()) s.emplace_back(b.key(), b.value().detach().clone());
+  return s;
+}
+
+void RestoreState(torch::nn::Module& m, const StateDict& s) {
+  torch::NoGradGuard no_grad;
+  auto params = m.named_parameters();
+  auto buffers = m.named_buffers();
+  for (const auto& [name, t] : s) {
+    if (torch::Tensor* p = params.find(name)) {
+      p->copy_(t);
+    } else if (torch::Tensor* b = buffers.find(name)) {
+      b->copy_(t);
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status FinetuneOptions::Validate() const {
+  if (!(lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
+  if (batch_size < 1) return absl::InvalidArgumentError("--batch_size must be >= 1");
+  if (epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  if (warmup < 0 || warmup > 1) {
+    return absl::InvalidArgumentError("--warmup is a fraction of all steps, in [0, 1]");
+  }
+  if (max_len < 3) return absl::InvalidArgumentError("--max_len must be >= 3 ([CLS] a [SEP])");
+  if (weight_decay < 0) return absl::InvalidArgumentError("--weight_decay must be >= 0");
+  if (eval_batch_size < 1) return absl::InvalidArgumentError("--eval_batch_size must be >= 1");
+  return absl::OkStatus();
+}
+
+nlohmann::json FinetuneOptions::ToJson() const {
+  return {{"lr", lr},
+          {"batch_size", batch_size},
+          {"epochs", epochs},
+          {"warmup", warmup},
+          {"max_len", max_len},
+          {"weight_decay", weight_decay},
+          {"clip_norm", clip_norm},
+          {"eval_batch_size", eval_batch_size}};
+}
+
+nlohmann::json SeedResult::ToJson() const {
+  nlohmann::json j = {{"seed", seed},
+                      {"best_epoch", best_epoch},
+                      {"selection_score", selection_score},
+                      {"best", best}};
+  j["epochs"] = nlohmann::json::array();
+  for (const EpochResult& e : epochs) {
+    j["epochs"].push_back(
+        {{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"metrics", e.metrics}});
+  }
+  return j;
+}
+
+SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
+                         const std::vector<EncodedExample>& examples, int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  classifier->eval();
+  SplitPredictions out;
+  // Length-sorted batches pad less; results go back to file order.
+  std::vector<int64_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return examples[a].ids.size() < examples[b].ids.size();
+  });
+  out.label.assign(examples.size(), 0);
+  out.score.assign(examples.size(), 0);
+  for (size_t begin = 0; begin < order.size(); begin += batch_size) {
+    const size_t end = std::min(order.size(), begin + static_cast<size_t>(batch_size));
+    PaddedBatch b = MakeBatch(examples, order, begin, end);
+    torch::Tensor out_BC = classifier->forward(ToInput(b)).to(torch::kFloat);
+    if (regression) {
+      torch::Tensor s = out_BC.select(1, 0).contiguous();
+      for (size_t i = begin; i < end; ++i) out.score[order[i]] = s[i - begin].item<float>();
+    } else {
+      torch::Tensor arg = out_BC.argmax(1).contiguous();
+      const int64_t* a = arg.data_ptr<int64_t>();
+      for (size_t i = begin; i < end; ++i) out.label[order[i]] = a[i - begin];
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, double>> Score(const TaskSpec& task,
+                                                    const std::vector<EncodedExample>& examples,
+                                                    const SplitPredictions& pred) {
+  Predictions p;
+  if (task.is_regression()) {
+    p.pred_score = pred.score;
+    for (const EncodedExample& e : examples) p.gold_score.push_back(e.score);
+  } else {
+    p.pred = pred.label;
+    for (const EncodedExample& e : examples) p.gold.push_back(e.label);
+  }
+  return ComputeMetrics(task.metrics, p);
+}
+
+absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory& make_encoder,
+                                     const std::vector<EncodedExample>& train,
+                                     const std::vector<EncodedSplit>& evals,
+                                     const std::vector<EncodedSplit>& predict,
+                                     const FinetuneOptions& options, uint64_t seed) {
+  GMLP_RETURN_IF_ERROR(options.Validate());
+  if (train.empty()) return absl::InvalidArgumentError("no training examples");
+  if (evals.empty()) return absl::InvalidArgumentError("no eval split to select epochs on");
+  torch::manual_seed(seed);
+  GMLP_ASSIGN_OR_RETURN(std::shared_ptr<model::EncoderImpl> encoder, make_encoder());
+  if (options.max_len > encoder->config().max_seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_len=", options.max_len, " exceeds the encoder's max_seq_len (",
+        encoder->config().max_seq_len, "); lower --max_len"));
+  }
+  SeedRun run;
+  run.classifier = model::SequenceClassifier(encoder, task.num_outputs());
+  model::SequenceClassifier& clf = run.classifier;
+
+  std::vector<torch::Tensor> params;
+  for (const torch::Tensor& p : clf->parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  pretrain::OptimizerOptions opt_options;
+  opt_options.kind = "adamw";
+  opt_options.weight_decay = options.weight_decay;
+  pretrain::Optimizer optimizer(params, opt_options);
+
+  const int64_t n = static_cast<int64_t>(train.size());
+  const int64_t steps_per_epoch = (n + options.batch_size - 1) / options.batch_size;
+  pretrain::ScheduleOptions schedule;
+  schedule.lr = options.lr;
+  schedule.total_steps = steps_per_epoch * options.epochs;
+  schedule.warmup_steps = static_cast<int64_t>(std::llround(options.warmup * schedule.total_steps));
+  schedule.kind = "linear";
+
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  StateDict best_state;
+  run.result.seed = seed;
+  run.result.selection_score = -std::numeric_limits<double>::infinity();
+  int64_t step = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    clf->train();
+    double loss_sum = 0;
+    int64_t loss_count = 0;
+    for (int64_t s = 0; s < steps_per_epoch; ++s, ++step) {
+      const size_t begin = static_cast<size_t>(s * options.batch_size);
+      const size_t end = std::min(static_cast<size_t>(n), begin + options.batch_size);
+      PaddedBatch b = MakeBatch(train, order, begin, end);
+      torch::Tensor out_BC = clf->forward(ToInput(b));
+      torch::Tensor loss;
+      if (task.is_regression()) {
+        torch::Tensor target = torch::from_blob(b.scores.data(), {b.batch}, torch::kFloat).clone();
+        loss = torch::mse_loss(out_BC.select(1, 0).to(torch::kFloat), target);
+      } else {
+        torch::Tensor target = torch::from_blob(b.labels.data(), {b.batch}, torch::kLong).clone();
+        loss = torch::nn::functional::cross_entropy(out_BC.to(torch::kFloat), target);
+      }
+      for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();
+      loss.backward();
+      pretrain::ClipGradNorm(params, options.clip_norm);
+      const double lr = pretrain::LearningRate(schedule, step);
+      optimizer.Step(lr);
+      const double l = loss.item<double>();
+      if (!std::isfinite(l)) {
+        return absl::InternalError(absl::StrCat(
+            task.name, " seed ", seed, ": loss is ", l, " at epoch ", epoch, " step ", s + 1,
+            "; lower --lr (now ", options.lr, ")"));
+      }
+      loss_sum += l;
+      ++loss_count;
+      if (!options.quiet && options.log_every > 0 && (step + 1) % options.log_every == 0) {
+        const double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr,
+                     "finetune %s seed %llu: epoch %lld/%lld step %lld/%lld loss %.4f lr %.3g "
+                     "(%.0f examples/s)\n",
+                     task.name.c_str(), static_cast<unsigned long long>(seed),
+                     static_cast<long long>(epoch), static_cast<long long>(options.epochs),
+                     static_cast<long long>(step + 1), static_cast<long long>(schedule.total_steps),
+                     loss_sum / loss_count, lr,
+                     static_cast<double>((step + 1) * options.batch_size) / std::max(secs, 1e-9));
+      }
+    }
+
+    EpochResult er;
+    er.epoch = epoch;
+    er.train_loss = loss_sum / std::max<int64_t>(loss_count, 1);
+    std::map<std::string, SplitPredictions> preds;
+    for (const EncodedSplit& split : evals) {
+      SplitPredictions p = Predict(clf, task.is_regression(), split.examples,
+                                   options.eval_batch_size);
+      GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
+      preds[split.name] = std::move(p);
+    }
+    const double score = er.metrics[evals[0].name][task.primary_metric()];
+    if (!options.quiet) {
+      std::string line;
+      for (const auto& [split, metrics] : er.metrics) {
+        for (const auto& [m, v] : metrics) absl::StrAppend(&line, " ", split, "/", m, "=", v);
+      }
+      std::fprintf(stderr, "finetune %s seed %llu: epoch %lld train_loss %.4f%s\n",
+                   task.name.c_str(), static_cast<unsigned long long>(seed),
+                   static_cast<long long>(epoch), er.train_loss, line.c_str());
+    }
+    if (score > run.result.selection_score) {
+      run.result.selection_score = score;
+      run.result.best_epoch = epoch;
+      run.result.best = er.metrics;
+      run.result.predictions = std::move(preds);
+      best_state = CopyState(*clf);
+    }
+    run.result.epochs.push_back(std::move(er));
+  }
+  RestoreState(*clf, best_state);
+  clf->eval();
+  for (const EncodedSplit& split : predict) {
+    run.result.predictions[split.name] =
+        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
+  }
+  return run;
+}
+
+}  // namespace gmlp::finetune

@@ -1,0 +1,100 @@
+// The finetuning loop: a SequenceClassifier over an encoder, AdamW with linear warmup and decay,
+// evaluation on every eval split after each epoch, the best epoch chosen on eval[0]'s primary
+// metric and its weights kept. Works on encoded examples, so tests can drive it with id-level
+// fixtures and no tokenizer.
+#ifndef GMLP_FINETUNE_TRAINER_H_
+#define GMLP_FINETUNE_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "absl/status/statusor.h"
+#include "finetune/encode.h"
+#include "finetune/task.h"
+#include "model/encoder.h"
+#include "model/heads.h"
+
+namespace gmlp::finetune {
+
+struct FinetuneOptions {
+  double lr = 1e-4;            // peak learning rate
+  int64_t batch_size = 32;
+  int64_t epochs = 3;
+  double warmup = 0.1;         // fraction of all optimizer steps spent warming up linearly
+  int64_t max_len = 128;       // tokens per input incl. [CLS]/[SEP]; <= the encoder's max_seq_len
+  double weight_decay = 0.01;  // AdamW, not on biases and LayerNorm weights
+  double clip_norm = 1.0;      // global gradient-norm clip; 0 = off
+  int64_t eval_batch_size = 128;
+  int64_t log_every = 100;     // optimizer steps between progress lines; 0 = only per epoch
+  bool quiet = false;          // no progress lines at all (tests)
+
+  absl::Status Validate() const;
+  nlohmann::json ToJson() const;
+};
+
+// split name -> metric name -> value.
+using SplitMetrics = std::map<std::string, std::map<std::string, double>>;
+
+struct EpochResult {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0;
+  SplitMetrics metrics;
+};
+
+// Predictions of one split at the best epoch: class index (or score) per example, in file order.
+struct SplitPredictions {
+  std::vector<int64_t> label;
+  std::vector<double> score;
+};
+
+struct SeedResult {
+  uint64_t seed = 0;
+  int64_t best_epoch = 0;
+  double selection_score = 0;  // eval[0]'s primary metric at the best epoch
+  std::vector<EpochResult> epochs;
+  SplitMetrics best;  // every eval split's metrics at the best epoch
+  std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
+  nlohmann::json ToJson() const;  // without the predictions
+};
+
+struct EncodedSplit {
+  std::string name;
+  std::vector<EncodedExample> examples;
+};
+
+// Builds the encoder a seed starts from (pretrained weights, or a fresh init).
+using EncoderFactory = std::function<absl::StatusOr<std::shared_ptr<model::EncoderImpl>>()>;
+
+struct SeedRun {
+  SeedResult result;
+  model::SequenceClassifier classifier{nullptr};  // best-epoch weights, in eval mode
+};
+
+// Finetunes one seed: seeds torch (head init, dropout) and the data order with `seed`, trains
+// `options.epochs` epochs on `train`, evaluates every split of `evals` (metrics of `task`) after
+// each, keeps the best epoch by evals[0] and predicts `predict` (unlabeled splits) with it.
+absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory& make_encoder,
+                                     const std::vector<EncodedExample>& train,
+                                     const std::vector<EncodedSplit>& evals,
+                                     const std::vector<EncodedSplit>& predict,
+                                     const FinetuneOptions& options, uint64_t seed);
+
+// Runs `classifier` (eval mode, no grad) over `examples` in batches.
+SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
+                         const std::vector<EncodedExample>& examples, int64_t batch_size);
+
+// The task's metrics of `pred` against the labels of `examples`.
+absl::StatusOr<std::map<std::string, double>> Score(const TaskSpec& task,
+                                                    const std::vector<EncodedExample>& examples,
+                                                    const SplitPredictions& pred);
+
+}  // namespace gmlp::finetune
+
+#endif  // GMLP_FINETUNE_TRAINER_H_

@@ -1,0 +1,254 @@
+// EncoderConfig validation, JSON (de)serialization and the named presets.
+#include "model/config.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace gmlp::model {
+namespace {
+
+const std::vector<std::string>& Archs() {
+  static const auto* const kArchs =
+      new std::vector<std::string>{"transformer", "gmlp", "amlp", "mixer"};
+  return *kArchs;
+}
+const std::vector<std::string>& SguVariants() {
+  static const auto* const kVariants =
+      new std::vector<std::string>{"split", "multiplicative", "additive", "linear"};
+  return *kVariants;
+}
+const std::vector<std::string>& AttnInputs() {
+  static const auto* const kInputs = new std::vector<std::string>{"block", "expanded"};
+  return *kInputs;
+}
+
+bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+absl::Status Invalid(absl::string_view msg) {
+  return absl::InvalidArgumentError(absl::StrCat("encoder config: ", msg));
+}
+
+absl::Status Positive(const char* name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return Invalid(absl::StrCat(name, " must be > 0, got ", value));
+}
+
+}  // namespace
+
+absl::Status EncoderConfig::Validate() const {
+  if (!OneOf(arch, Archs())) {
+    return Invalid(
+        absl::StrCat("arch must be one of ", absl::StrJoin(Archs(), "|"), ", got '", arch, "'"));
+  }
+  GMLP_RETURN_IF_ERROR(Positive("vocab_size", vocab_size));
+  GMLP_RETURN_IF_ERROR(Positive("max_seq_len", max_seq_len));
+  GMLP_RETURN_IF_ERROR(Positive("type_vocab_size", type_vocab_size));
+  GMLP_RETURN_IF_ERROR(Positive("d_model", d_model));
+  GMLP_RETURN_IF_ERROR(Positive("n_layers", n_layers));
+  GMLP_RETURN_IF_ERROR(Positive("d_ffn", d_ffn));
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    return Invalid(absl::StrCat("dropout must be in [0, 1), got ", dropout));
+  }
+  if (!(layer_norm_eps > 0.0)) {
+    return Invalid(absl::StrCat("layer_norm_eps must be > 0, got ", layer_norm_eps));
+  }
+  if (!(init_std >= 0.0)) return Invalid(absl::StrCat("init_std must be >= 0, got ", init_std));
+  if (arch == "transformer") {
+    GMLP_RETURN_IF_ERROR(Positive("n_heads", n_heads));
+    if (d_model % n_heads != 0) {
+      return Invalid(
+          absl::StrCat("d_model (", d_model, ") must be divisible by n_heads (", n_heads, ")"));
+    }
+  }
+  if (arch == "gmlp" || arch == "amlp") {
+    if (!OneOf(sgu, SguVariants())) {
+      return Invalid(absl::StrCat("sgu must be one of ", absl::StrJoin(SguVariants(), "|"),
+                                  ", got '", sgu, "'"));
+    }
+    if (sgu == "split" && d_ffn % 2 != 0) {
+      return Invalid(absl::StrCat("sgu=split halves Z, so d_ffn must be even, got ", d_ffn));
+    }
+    if (!(sgu_init_eps >= 0.0)) {
+      return Invalid(absl::StrCat("sgu_init_eps must be >= 0, got ", sgu_init_eps));
+    }
+  }
+  if (arch == "amlp") {
+    GMLP_RETURN_IF_ERROR(Positive("attn_size", attn_size));
+    if (!OneOf(attn_input, AttnInputs())) {
+      return Invalid(absl::StrCat("attn_input must be one of ", absl::StrJoin(AttnInputs(), "|"),
+                                  ", got '", attn_input, "'"));
+    }
+  }
+  if (arch == "mixer") GMLP_RETURN_IF_ERROR(Positive("token_mlp_dim", token_mlp_dim));
+  return absl::OkStatus();
+}
+
+nlohmann::json EncoderConfig::ToJson() const {
+  return nlohmann::json{
+      {"arch", arch},
+      {"vocab_size", vocab_size},
+      {"max_seq_len", max_seq_len},
+      {"type_vocab_size", type_vocab_size},
+      {"d_model", d_model},
+      {"n_layers", n_layers},
+      {"d_ffn", d_ffn},
+      {"n_heads", n_heads},
+      {"sgu", sgu},
+      {"attn_size", attn_size},
+      {"attn_input", attn_input},
+      {"token_mlp_dim", token_mlp_dim},
+      {"pre_ln", pre_ln},
+      {"dropout", dropout},
+      {"layer_norm_eps", layer_norm_eps},
+      {"init_std", init_std},
+      {"sgu_init_eps", sgu_init_eps},
+  };
+}
+
+absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return Invalid(absl::StrCat("expected a JSON object, got ", j.type_name()));
+  }
+  EncoderConfig c;
+  // Keys absent from `j` keep their defaults, so configs written before a knob existed load.
+  using Setter = std::function<absl::Status(const nlohmann::json&)>;
+  auto int_field = [](const char* key, int64_t* out) -> std::pair<std::string, Setter> {
+    return {key, [key, out](const nlohmann::json& v) {
+              if (!v.is_number_integer()) {
+                return Invalid(absl::StrCat("key '", key, "' must be an integer, got ", v.dump()));
+              }
+              *out = v.get<int64_t>();
+              return absl::OkStatus();
+            }};
+  };
+  auto double_field = [](const char* key, double* out) -> std::pair<std::string, Setter> {
+    return {key, [key, out](const nlohmann::json& v) {
+              if (!v.is_number()) {
+                return Invalid(absl::StrCat("key '", key, "' must be a number, got ", v.dump()));
+              }
+              *out = v.get<double>();
+              return absl::OkStatus();
+            }};
+  };
+  auto string_field = [](const char* key, std::string* out) -> std::pair<std::string, Setter> {
+    return {key, [key, out](const nlohmann::json& v) {
+              if (!v.is_string()) {
+                return Invalid(absl::StrCat("key '", key, "' must be a string, got ", v.dump()));
+              }
+              *out = v.get<std::string>();
+              return absl::OkStatus();
+            }};
+  };
+  auto bool_field = [](const char* key, bool* out) -> std::pair<std::string, Setter> {
+    return {
+        key, [key, out](const nlohmann::json& v) {
+          if (!v.is_boolean()) {
+            return Invalid(absl::StrCat("key '", key, "' must be true or false, got ", v.dump()));
+          }
+          *out = v.get<bool>();
+          return absl::OkStatus();
+        }};
+  };
+  const std::map<std::string, Setter> setters = {
+      string_field("arch", &c.arch),
+      int_field("vocab_size", &c.vocab_size),
+      int_field("max_seq_len", &c.max_seq_len),
+      int_field("type_vocab_size", &c.type_vocab_size),
+      int_field("d_model", &c.d_model),
+      int_field("n_layers", &c.n_layers),
+      int_field("d_ffn", &c.d_ffn),
+      int_field("n_heads", &c.n_heads),
+      string_field("sgu", &c.sgu),
+      int_field("attn_size", &c.attn_size),
+      string_field("attn_input", &c.attn_input),
+      int_field("token_mlp_dim", &c.token_mlp_dim),
+      bool_field("pre_ln", &c.pre_ln),
+      double_field("dropout", &c.dropout),
+      double_field("layer_norm_eps", &c.layer_norm_eps),
+      double_field("init_std", &c.init_std),
+      double_field("sgu_init_eps", &c.sgu_init_eps),
+  };
+  for (const auto& [key, value] : j.items()) {
+    auto it = setters.find(key);
+    if (it == setters.end()) {
+      return Invalid(
+          absl::StrCat("unknown key '", key, "' (a config from a newer gmlp, or a typo)"));
+    }
+    GMLP_RETURN_IF_ERROR(it->second(value));
+  }
+  GMLP_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+namespace {
+
+// Families share d_model and are balanced by depth, as the paper does (its gMLP-base is deeper
+// and narrower than BERT-base): gMLP/aMLP keep d_ffn = 6 d, the Transformer and the mixer's
+// channel MLP 4 d. Non-embedding counts at n = 128 agree within 10% inside a family (tested).
+struct PresetRow {
+  const char* name;
+  const char* arch;
+  int64_t d_model, n_layers, d_ffn, n_heads, token_mlp_dim;
+};
+
+constexpr PresetRow kPresets[] = {
+    // name              arch           d    L   d_ffn  heads token_mlp
+    {"transformer-tiny", "transformer", 128, 4, 512, 2, 0},
+    {"gmlp-tiny", "gmlp", 128, 5, 768, 0, 0},
+    {"amlp-tiny", "amlp", 128, 4, 768, 0, 0},
+    {"mixer-tiny", "mixer", 128, 4, 512, 0, 256},
+    {"transformer-mini", "transformer", 192, 4, 768, 3, 0},
+    {"gmlp-mini", "gmlp", 192, 5, 1152, 0, 0},
+    {"amlp-mini", "amlp", 192, 4, 1152, 0, 0},
+    {"mixer-mini", "mixer", 192, 5, 768, 0, 256},
+    {"transformer-small", "transformer", 256, 6, 1024, 4, 0},
+    {"gmlp-small", "gmlp", 256, 8, 1536, 0, 0},
+    {"amlp-small", "amlp", 256, 7, 1536, 0, 0},
+    {"mixer-small", "mixer", 256, 8, 1024, 0, 256},
+    // The paper's BERT-setting shapes (Liu et al. 2021, Sec. 4): BERT-base, gMLP-base and
+    // aMLP-base (gMLP-base + a 64-wide tiny attention), at BERT's vocabulary and length.
+    {"transformer-base", "transformer", 768, 12, 3072, 12, 0},
+    {"gmlp-base", "gmlp", 512, 48, 3072, 0, 0},
+    {"amlp-base", "amlp", 512, 48, 3072, 0, 0},
+    {"mixer-base", "mixer", 768, 12, 3072, 0, 512},
+};
+
+}  // namespace
+
+absl::StatusOr<EncoderConfig> Preset(absl::string_view name) {
+  for (const PresetRow& row : kPresets) {
+    if (name != row.name) continue;
+    EncoderConfig c;
+    c.arch = row.arch;
+    c.d_model = row.d_model;
+    c.n_layers = row.n_layers;
+    c.d_ffn = row.d_ffn;
+    if (row.n_heads > 0) c.n_heads = row.n_heads;
+    if (row.token_mlp_dim > 0) c.token_mlp_dim = row.token_mlp_dim;
+    if (absl::EndsWith(name, "-base")) {
+      c.vocab_size = 30522;
+      c.max_seq_len = 512;
+    }
+    GMLP_RETURN_IF_ERROR(c.Validate());
+    return c;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown encoder preset '", name,
+                                          "'; known: ", absl::StrJoin(PresetNames(), ", ")));
+}
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const PresetRow& row : kPresets) names.push_back(row.name);
+  return names;
+}
+
+}  // namespace gmlp::model

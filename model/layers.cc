@@ -1,0 +1,67 @@
+// LayerNorm, initialization and sequence-major batch helpers (see layers.h).
+#include "model/layers.h"
+
+namespace gmlp::model {
+
+LayerNormImpl::LayerNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+  bias = register_parameter("bias", torch::zeros({dim}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  const auto type = x.scalar_type();
+  const torch::Tensor in =
+      (type == torch::kBFloat16 || type == torch::kHalf) ? x.to(weight.scalar_type()) : x;
+  return torch::layer_norm(in, {dim_}, weight, bias, eps_);
+}
+
+torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
+  torch::nn::Linear linear(torch::nn::LinearOptions(d_in, d_out).bias(true));
+  torch::NoGradGuard no_grad;
+  linear->weight.normal_(0.0, std);
+  linear->bias.zero_();
+  return linear;
+}
+
+SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype) {
+  const torch::Tensor& ids = input.input_ids;
+  TORCH_CHECK(ids.defined() && ids.dim() == 2, "input_ids must be (B, n), got ",
+              ids.defined() ? ids.sizes() : torch::IntArrayRef{});
+  TORCH_CHECK(ids.scalar_type() == torch::kLong, "input_ids must be int64");
+  SeqBatch batch;
+  batch.B = ids.size(0);
+  batch.n = ids.size(1);
+  TORCH_CHECK(batch.n >= 1 && batch.n <= max_seq_len, "sequence length ", batch.n,
+              " is outside [1, max_seq_len = ", max_seq_len, "]");
+  if (input.segment_ids.defined()) {
+    TORCH_CHECK(input.segment_ids.sizes() == ids.sizes(), "segment_ids ", input.segment_ids.sizes(),
+                " must match input_ids ", ids.sizes());
+  }
+  const torch::Tensor& pad = input.pad_mask;
+  if (pad.defined()) {
+    TORCH_CHECK(pad.sizes() == ids.sizes(), "pad_mask ", pad.sizes(), " must match input_ids ",
+                ids.sizes());
+    const torch::Tensor keep_BN = pad.to(torch::kBool);
+    if (!keep_BN.all().item<bool>()) {
+      const torch::Tensor keep = keep_BN.to(dtype);
+      batch.keep_N1 = keep.t().reshape({batch.n * batch.B, 1});
+      batch.key_bias_B1N = ((1.0 - keep) * -1e9).unsqueeze(1);
+    }
+  }
+  return batch;
+}
+
+torch::Tensor SeqMajorToBatchMajor(const torch::Tensor& x_ND, int64_t n, int64_t B) {
+  return x_ND.view({n, B, x_ND.size(-1)}).transpose(0, 1);
+}
+
+torch::Tensor LeadingBlock(const torch::Tensor& w_MM, int64_t n) {
+  if (n == w_MM.size(0) && n == w_MM.size(1)) return w_MM;
+  return w_MM.narrow(0, 0, n).narrow(1, 0, n);
+}
+
+torch::Tensor LeadingColumn(const torch::Tensor& b_M, int64_t n) {
+  return (n == b_M.size(0) ? b_M : b_M.narrow(0, 0, n)).unsqueeze(1);
+}
+
+}  // namespace gmlp::model

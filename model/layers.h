@@ -1,0 +1,64 @@
+// Building blocks shared by the encoders: a LayerNorm that stays in fp32 under bf16 autocast,
+// weight initialization, and the sequence-major batch layout with its padding masks.
+//
+// Layout: every encoder keeps activations sequence-major as 2-D (n*B, d) tensors, row i*B + b
+// holding position i of sequence b. Then a mixing over the sequence axis (gMLP's spatial
+// projection, the mixer's token MLP) is ONE GEMM on the (n, B*c) view, without transposes.
+#ifndef GMLP_MODEL_LAYERS_H_
+#define GMLP_MODEL_LAYERS_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "model/encoder.h"
+
+namespace gmlp::model {
+
+// LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros).
+// Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
+// autocast in LibTorch 1.13 would otherwise run it in bf16, which loses the small variances.
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  LayerNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight, bias;
+
+ private:
+  int64_t dim_;
+  double eps_;
+};
+TORCH_MODULE(LayerNorm);
+
+// Dense layer d_in -> d_out with weight ~ N(0, std^2) and zero bias (BERT's initialization).
+torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
+
+// The padding of one batch in the sequence-major layout. Masks are undefined when the batch has
+// no padding, so unpadded batches pay nothing for them.
+struct SeqBatch {
+  int64_t B = 0;
+  int64_t n = 0;
+  // (n*B, 1), 1 at real tokens and 0 at padding, in the activations' dtype; multiplying a
+  // sequence-major activation by it zeroes padded rows before any mixing over positions.
+  torch::Tensor keep_N1;
+  // (B, 1, n): 0 at real keys, -1e9 at padded keys, added to attention scores (B, n, n) so
+  // padded keys get zero probability (a large finite value, so an all-padding row stays finite).
+  torch::Tensor key_bias_B1N;
+};
+
+// Checks the input's shapes (TORCH_CHECK) and builds the masks in `dtype`.
+SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype);
+
+// (n*B, d) sequence-major -> (B, n, d) view (non-contiguous).
+torch::Tensor SeqMajorToBatchMajor(const torch::Tensor& x_ND, int64_t n, int64_t B);
+
+// The rows [0, n) and columns [0, n) of a square (n_max, n_max) matrix, without a view when
+// n == n_max (a narrow() view's backward would build a zero-filled n_max x n_max gradient).
+torch::Tensor LeadingBlock(const torch::Tensor& w_MM, int64_t n);
+// The first n entries of a vector, as an (n, 1) column for addmm's broadcast bias.
+torch::Tensor LeadingColumn(const torch::Tensor& b_M, int64_t n);
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_LAYERS_H_

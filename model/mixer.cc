@@ -1,0 +1,69 @@
+// Token-mixing MLP blocks and encoder (see mixer.h).
+#include "model/mixer.h"
+
+namespace gmlp::model {
+
+MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dropout) {
+  const int64_t d = config.d_model, f = config.d_ffn, t = config.token_mlp_dim;
+  const int64_t n_max = config.max_seq_len;
+  const double std = config.init_std;
+  token_norm_ = register_module("token_norm", LayerNorm(d, config.layer_norm_eps));
+  token_in_weight_ =
+      register_parameter("token_in_weight", torch::empty({t, n_max}).normal_(0.0, std));
+  token_in_bias_ = register_parameter("token_in_bias", torch::zeros({t}));
+  token_out_weight_ =
+      register_parameter("token_out_weight", torch::empty({n_max, t}).normal_(0.0, std));
+  token_out_bias_ = register_parameter("token_out_bias", torch::zeros({n_max}));
+  channel_norm_ = register_module("channel_norm", LayerNorm(d, config.layer_norm_eps));
+  channel_in_ = register_module("channel_in", MakeLinear(d, f, std));
+  channel_out_ = register_module("channel_out", MakeLinear(f, d, std));
+}
+
+torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
+  const int64_t n = batch.n, B = batch.B, d = x_ND.size(1), n_max = token_in_weight_.size(1);
+  const bool train = is_training();
+  torch::Tensor h_ND = token_norm_(x_ND);
+  if (batch.keep_N1.defined()) h_ND = h_ND * batch.keep_N1;
+  // Both token GEMMs act on the (n, B*d) view of the sequence-major rows: no transposes.
+  const torch::Tensor w1_TN = n == n_max ? token_in_weight_ : token_in_weight_.narrow(1, 0, n);
+  const torch::Tensor w2_NT = n == n_max ? token_out_weight_ : token_out_weight_.narrow(0, 0, n);
+  const torch::Tensor u_TX =
+      torch::gelu(torch::addmm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
+  const torch::Tensor y_ND =
+      torch::addmm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
+  const torch::Tensor x1_ND = x_ND + torch::dropout(y_ND, dropout_, train);
+  const torch::Tensor c_ND = channel_out_(torch::gelu(channel_in_(channel_norm_(x1_ND))));
+  return x1_ND + torch::dropout(c_ND, dropout_, train);
+}
+
+MixerEncoderImpl::MixerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
+  embeddings_ = register_module("embeddings", Embeddings(config, /*with_position=*/false));
+  blocks_ = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(MixerBlock(config));
+  final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
+}
+
+torch::Tensor MixerEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
+  *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
+  torch::Tensor x_ND = embeddings_->forward(input, *batch);
+  for (const auto& block : *blocks_) x_ND = block->as<MixerBlockImpl>()->forward(x_ND, *batch);
+  return x_ND;
+}
+
+torch::Tensor MixerEncoderImpl::forward(const EncoderInput& input) {
+  SeqBatch batch;
+  const torch::Tensor x_ND = final_norm_(Encode(input, &batch));
+  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+}
+
+torch::Tensor MixerEncoderImpl::forward_features(const EncoderInput& input) {
+  SeqBatch batch;
+  const torch::Tensor x_ND = Encode(input, &batch);
+  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+}
+
+torch::Tensor MixerEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
+  return final_norm_(hidden_XD);
+}
+
+}  // namespace gmlp::model

@@ -1,0 +1,61 @@
+// The token-mixing MLP encoder (MLP-Mixer style, Tolstikhin et al. 2021), the cheap
+// attention-free baseline: in each block a two-layer MLP over the sequence axis replaces the
+// SGU, then a channel MLP, both pre-LN with residuals.
+//
+// Shape legend: B batch, n length (<= n_max = max_seq_len), d d_model, f d_ffn,
+// t token_mlp_dim, N = n*B rows of the sequence-major layout (see layers.h).
+//
+// Block:  x += W2[:n, :] GELU(W1[:, :n] LN(x) + b1) + b2[:n]     (mixing over positions)
+//         x += Proj_d(GELU(Proj_f(LN(x))))                       (mixing over channels)
+// Length-agnostic by slicing W1, W2, b2 to the input length; padding-safe because padded rows
+// of LN(x) are zeroed before the token MLP (real positions then never read them).
+#ifndef GMLP_MODEL_MIXER_H_
+#define GMLP_MODEL_MIXER_H_
+
+#include <torch/torch.h>
+
+#include "model/config.h"
+#include "model/embeddings.h"
+#include "model/encoder.h"
+#include "model/layers.h"
+
+namespace gmlp::model {
+
+// Parameters: token_norm, token_in_weight (t, n_max), token_in_bias (t),
+// token_out_weight (n_max, t), token_out_bias (n_max), channel_norm, channel_in (d -> f),
+// channel_out (f -> d).
+class MixerBlockImpl : public torch::nn::Module {
+ public:
+  explicit MixerBlockImpl(const EncoderConfig& config);
+  // x_ND: (n*B, d) -> (n*B, d).
+  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);
+
+ private:
+  double dropout_;
+  LayerNorm token_norm_{nullptr};
+  torch::Tensor token_in_weight_, token_in_bias_, token_out_weight_, token_out_bias_;
+  LayerNorm channel_norm_{nullptr};
+  torch::nn::Linear channel_in_{nullptr}, channel_out_{nullptr};
+};
+TORCH_MODULE(MixerBlock);
+
+// Embeddings (token + segment; the token MLP is position-aware) -> blocks.<i> -> final_norm.
+class MixerEncoderImpl : public EncoderImpl {
+ public:
+  explicit MixerEncoderImpl(const EncoderConfig& config);
+  torch::Tensor forward(const EncoderInput& input) override;
+  torch::Tensor forward_features(const EncoderInput& input) override;
+  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override;
+  torch::Tensor token_embedding_weight() override { return embeddings_->token_weight(); }
+
+ private:
+  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch);
+
+  Embeddings embeddings_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  LayerNorm final_norm_{nullptr};
+};
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_MIXER_H_

@@ -1,0 +1,85 @@
+// Transformer (BERT) blocks and encoder (see transformer.h).
+#include "model/transformer.h"
+
+#include <cmath>
+
+namespace gmlp::model {
+
+TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
+    : n_heads_(config.n_heads), dropout_(config.dropout), pre_ln_(config.pre_ln) {
+  const int64_t d = config.d_model, f = config.d_ffn;
+  const double std = config.init_std;
+  attn_qkv_ = register_module("attn_qkv", MakeLinear(d, 3 * d, std));
+  attn_out_ = register_module("attn_out", MakeLinear(d, d, std));
+  attn_norm_ = register_module("attn_norm", LayerNorm(d, config.layer_norm_eps));
+  ffn_in_ = register_module("ffn_in", MakeLinear(d, f, std));
+  ffn_out_ = register_module("ffn_out", MakeLinear(f, d, std));
+  ffn_norm_ = register_module("ffn_norm", LayerNorm(d, config.layer_norm_eps));
+}
+
+torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
+                                                  const SeqBatch& batch) {
+  const int64_t n = batch.n, B = batch.B, d = h_ND.size(1), H = n_heads_, k = d / H;
+  const auto qkv = attn_qkv_(h_ND).view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
+  const torch::Tensor q_BHnK =
+      qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(k)));
+  const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});
+  const torch::Tensor v_BHnK = qkv[2].permute({1, 2, 0, 3});
+  torch::Tensor scores_BHnn = torch::matmul(q_BHnK, k_BHnK.transpose(2, 3));
+  if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
+  const torch::Tensor probs_BHnn =
+      torch::dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
+  // (B, H, n, k) -> (n, B, H, k) -> (N, d): back to the sequence-major rows.
+  const torch::Tensor o_ND =
+      torch::matmul(probs_BHnn, v_BHnK).permute({2, 0, 1, 3}).reshape({n * B, d});
+  return attn_out_(o_ND);
+}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
+  auto ffn = [this](const torch::Tensor& h_ND) { return ffn_out_(torch::gelu(ffn_in_(h_ND))); };
+  const bool train = is_training();
+  if (pre_ln_) {
+    const torch::Tensor y_ND =
+        x_ND + torch::dropout(SelfAttention(attn_norm_(x_ND), batch), dropout_, train);
+    return y_ND + torch::dropout(ffn(ffn_norm_(y_ND)), dropout_, train);
+  }
+  const torch::Tensor y_ND =
+      attn_norm_(x_ND + torch::dropout(SelfAttention(x_ND, batch), dropout_, train));
+  return ffn_norm_(y_ND + torch::dropout(ffn(y_ND), dropout_, train));
+}
+
+TransformerEncoderImpl::TransformerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
+  embeddings_ = register_module("embeddings", Embeddings(config, /*with_position=*/true));
+  blocks_ = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(TransformerBlock(config));
+  if (config.pre_ln) {
+    final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
+  }
+}
+
+torch::Tensor TransformerEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
+  *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
+  torch::Tensor x_ND = embeddings_->forward(input, *batch);
+  for (const auto& block : *blocks_) {
+    x_ND = block->as<TransformerBlockImpl>()->forward(x_ND, *batch);
+  }
+  return x_ND;
+}
+
+torch::Tensor TransformerEncoderImpl::forward(const EncoderInput& input) {
+  SeqBatch batch;
+  const torch::Tensor x_ND = final_norm(Encode(input, &batch));
+  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+}
+
+torch::Tensor TransformerEncoderImpl::forward_features(const EncoderInput& input) {
+  SeqBatch batch;
+  const torch::Tensor x_ND = Encode(input, &batch);
+  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+}
+
+torch::Tensor TransformerEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
+  return final_norm_ ? final_norm_(hidden_XD) : hidden_XD;
+}
+
+}  // namespace gmlp::model

@@ -1,0 +1,117 @@
+#include "pretrain/config.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/file_util.h"
+#include "common/status.h"
+
+namespace gmlp::pretrain {
+
+absl::Status PretrainConfig::Validate() const {
+  absl::Status st = model.Validate();
+  if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("model config: ", st.message()));
+  return train.Validate();
+}
+
+nlohmann::json PretrainConfig::ToJson() const {
+  nlohmann::json j = train.ToJson();
+  j["preset"] = preset;
+  j["model"] = model.ToJson();
+  return j;
+}
+
+absl::StatusOr<PretrainConfig> PretrainConfig::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("pretrain config: expected a JSON object");
+  PretrainConfig c;
+  if (j.contains("preset")) {
+    if (!j["preset"].is_string()) {
+      return absl::InvalidArgumentError("pretrain config: \"preset\" must be a string");
+    }
+    c.preset = j["preset"].get<std::string>();
+  }
+  if (j.contains("model")) {
+    GMLP_ASSIGN_OR_RETURN(c.model, model::EncoderConfig::FromJson(j["model"]));
+  } else {
+    GMLP_ASSIGN_OR_RETURN(c.model, model::Preset(c.preset));
+  }
+  GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(j));
+  return c;
+}
+
+absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderConfig& base,
+                                                         absl::string_view overrides) {
+  nlohmann::json j = base.ToJson();
+  for (absl::string_view item : absl::StrSplit(overrides, ',', absl::SkipWhitespace())) {
+    const size_t eq = item.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model_overrides: \"", item, "\" is not key=value (e.g. --model_overrides=d_model=256,n_layers=2)"));
+    }
+    const std::string key(absl::StripAsciiWhitespace(item.substr(0, eq)));
+    const std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
+    if (!j.contains(key)) {
+      return absl::InvalidArgumentError(absl::StrCat("--model_overrides: unknown encoder config key \"", key,
+                                                     "\"; valid keys: ", j.dump()));
+    }
+    nlohmann::json& field = j[key];
+    bool ok = true;
+    if (field.is_boolean()) {
+      ok = value == "true" || value == "false" || value == "1" || value == "0";
+      field = value == "true" || value == "1";
+    } else if (field.is_number_integer()) {
+      int64_t v = 0;
+      ok = absl::SimpleAtoi(value, &v);
+      field = v;
+    } else if (field.is_number()) {
+      double v = 0;
+      ok = absl::SimpleAtod(value, &v);
+      field = v;
+    } else {
+      field = value;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model_overrides: \"", key, "=", value, "\": expected a ", field.type_name()));
+    }
+  }
+  return model::EncoderConfig::FromJson(j);
+}
+
+absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
+  PretrainConfig c;
+  if (!sources.config_file.empty()) {
+    GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(sources.config_file));
+    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(sources.config_file, ": not valid JSON; check the file (a run's config.json "
+                                            "is a valid example)"));
+    }
+    auto parsed = PretrainConfig::FromJson(j);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(sources.config_file, ": ", parsed.status().message()));
+    }
+    c = *std::move(parsed);
+  } else {
+    GMLP_ASSIGN_OR_RETURN(c.model, model::Preset(c.preset));
+  }
+  if (!sources.preset.empty()) {
+    auto preset = model::Preset(sources.preset);
+    if (!preset.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--preset=", sources.preset, ": ",
+                                                     preset.status().message()));
+    }
+    c.preset = sources.preset;
+    c.model = *preset;
+  }
+  if (!sources.model_overrides.empty()) {
+    GMLP_ASSIGN_OR_RETURN(c.model, ApplyModelOverrides(c.model, sources.model_overrides));
+  }
+  GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(sources.train_flags, c.train));
+  return c;
+}
+
+}  // namespace gmlp::pretrain

@@ -1,0 +1,195 @@
+#include "pretrain/dist.h"
+
+#include <cstdlib>
+
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef GMLP_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace gmlp::pretrain {
+namespace {
+
+// Reads an integer environment variable; `*found` tells whether it was set.
+absl::StatusOr<int> EnvInt(const char* name, bool* found) {
+  const char* v = std::getenv(name);
+  *found = v != nullptr && *v != '\0';
+  if (!*found) return 0;
+  int out = 0;
+  if (!absl::SimpleAtoi(v, &out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable ", name, "=\"", v, "\" is not an integer"));
+  }
+  return out;
+}
+
+class SingleProcess : public Dist {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  void Broadcast(std::vector<torch::Tensor>&, int) override {}
+  std::unique_ptr<PendingCollective> AllreduceSumAsync(torch::Tensor) override {
+    struct Done : PendingCollective {
+      void Wait() override {}
+    };
+    return std::make_unique<Done>();
+  }
+  void Barrier() override {}
+};
+
+class C10dWork : public PendingCollective {
+ public:
+  C10dWork(c10::intrusive_ptr<c10d::Work> work, torch::Tensor keep_alive)
+      : work_(std::move(work)), tensor_(std::move(keep_alive)) {}
+  void Wait() override { work_->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  torch::Tensor tensor_;
+};
+
+class C10dGroup : public Dist {
+ public:
+  C10dGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::ProcessGroup> group,
+            int rank, int world_size)
+      : store_(std::move(store)), group_(std::move(group)), rank_(rank), world_size_(world_size) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+
+  void Broadcast(std::vector<torch::Tensor>& tensors, int root) override {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    for (torch::Tensor& t : tensors) {
+      std::vector<torch::Tensor> one{t};
+      group_->broadcast(one, options)->wait();
+    }
+  }
+
+  std::unique_ptr<PendingCollective> AllreduceSumAsync(torch::Tensor tensor) override {
+    std::vector<torch::Tensor> one{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    return std::make_unique<C10dWork>(group_->allreduce(one, options), std::move(tensor));
+  }
+
+  void Barrier() override { group_->barrier()->wait(); }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  int rank_;
+  int world_size_;
+};
+
+c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                      int rank, int world_size,
+                                                      std::chrono::milliseconds timeout,
+                                                      const std::string& master_addr) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // As torch.distributed: GLOO_SOCKET_IFNAME picks the interface; a loopback master means a
+  // single-machine job, where loopback is always right; otherwise the hostname's address.
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname != nullptr && *ifname != '\0') {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (master_addr == "127.0.0.1" || master_addr == "localhost") {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  options->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+}
+
+}  // namespace
+
+absl::StatusOr<DistEnv> DistEnvFromEnvironment() {
+  DistEnv env;
+  bool has_rank = false, has_world = false, has_local = false, found = false;
+  auto rank = EnvInt("RANK", &has_rank);
+  if (!rank.ok()) return rank.status();
+  auto world = EnvInt("WORLD_SIZE", &has_world);
+  if (!world.ok()) return world.status();
+  auto local = EnvInt("LOCAL_RANK", &has_local);
+  if (!local.ok()) return local.status();
+  const char* source = "RANK/WORLD_SIZE";
+  if (!has_rank && !has_world) {
+    rank = EnvInt("SLURM_PROCID", &has_rank);
+    if (!rank.ok()) return rank.status();
+    world = EnvInt("SLURM_NTASKS", &has_world);
+    if (!world.ok()) return world.status();
+    local = EnvInt("SLURM_LOCALID", &has_local);
+    if (!local.ok()) return local.status();
+    source = "SLURM_PROCID/SLURM_NTASKS";
+  }
+  if (has_rank != has_world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": set both or neither (a launcher such as torchrun or srun sets both)"));
+  }
+  if (!has_world) return env;
+  env.rank = *rank;
+  env.world_size = *world;
+  env.local_rank = has_local ? *local : *rank;
+  if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": rank ", env.rank,
+                                                   " is not in [0, world size ", env.world_size, ")"));
+  }
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
+    env.master_addr = addr;
+  }
+  auto port = EnvInt("MASTER_PORT", &found);
+  if (!port.ok()) return port.status();
+  if (found) env.master_port = *port;
+  if (env.master_port <= 0 || env.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MASTER_PORT=", env.master_port, " is not a TCP port (1..65535)"));
+  }
+  return env;
+}
+
+absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
+                                                    std::chrono::milliseconds timeout) {
+  if (env.world_size == 1) return std::unique_ptr<Dist>(new SingleProcess());
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(env.master_port);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = env.world_size;
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+#ifdef GMLP_WITH_CUDA
+    if (torch::cuda::is_available()) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
+                                                               options);
+      return std::unique_ptr<Dist>(new C10dGroup(store, group, env.rank, env.world_size));
+    }
+#endif
+    auto group = MakeGlooGroup(store, env.rank, env.world_size, timeout, env.master_addr);
+    return std::unique_ptr<Dist>(new C10dGroup(store, group, env.rank, env.world_size));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", env.rank, " of ", env.world_size, ": rendezvous at ", env.master_addr, ":",
+        env.master_port, " failed: ", e.what(),
+        "; check MASTER_ADDR/MASTER_PORT and that every rank was started"));
+  }
+}
+
+std::unique_ptr<Dist> Dist::FromStore(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                      int world_size, std::chrono::milliseconds timeout) {
+  auto group = MakeGlooGroup(store, rank, world_size, timeout, "127.0.0.1");
+  return std::make_unique<C10dGroup>(store, group, rank, world_size);
+}
+
+c10::intrusive_ptr<c10d::Store> Dist::MakeHashStore() {
+  return c10::make_intrusive<c10d::HashStore>();
+}
+
+}  // namespace gmlp::pretrain

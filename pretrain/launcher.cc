@@ -1,0 +1,151 @@
+#include "pretrain/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+
+namespace gmlp::pretrain {
+namespace {
+
+constexpr char kSpawnedEnv[] = "GMLP_SPAWNED_RANK";
+
+// A TCP port that was free a moment ago (the kernel's pick for an ephemeral bind).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 29500;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::vector<std::string> OwnCommandLine() {
+  std::vector<std::string> args;
+  auto text = ReadFile("/proc/self/cmdline");
+  if (!text.ok()) return args;
+  std::string cur;
+  for (char c : *text) {
+    if (c == '\0') {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (!cur.empty()) args.push_back(cur);
+  return args;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
+                        ")");
+  }
+  return "stopped";
+}
+
+}  // namespace
+
+bool IsSpawnedRank() {
+  const char* v = std::getenv(kSpawnedEnv);
+  return v != nullptr && *v != '\0';
+}
+
+int SpawnLocalRanks(int nproc) {
+  const std::vector<std::string> args = OwnCommandLine();
+  if (args.empty()) {
+    std::fprintf(stderr, "gmlp pretrain: error: cannot read /proc/self/cmdline to spawn ranks\n");
+    return 1;
+  }
+  const std::string port = std::to_string(FreePort());
+  const pid_t parent = ::getpid();
+  std::vector<pid_t> pids(nproc, -1);
+  std::fflush(nullptr);
+  for (int r = 0; r < nproc; ++r) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("gmlp pretrain: fork");
+      for (int k = 0; k < r; ++k) ::kill(pids[k], SIGKILL);
+      return 1;
+    }
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
+      const std::string rank = std::to_string(r), world = std::to_string(nproc);
+      ::setenv("RANK", rank.c_str(), 1);
+      ::setenv("LOCAL_RANK", rank.c_str(), 1);
+      ::setenv("WORLD_SIZE", world.c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", world.c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", port.c_str(), 1);
+      ::setenv(kSpawnedEnv, rank.c_str(), 1);
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", argv.data());
+      std::perror("gmlp pretrain: exec");
+      ::_exit(127);
+    }
+    pids[r] = pid;
+  }
+  int alive = nproc;
+  int result = 0;
+  while (alive > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    int rank = -1;
+    for (int r = 0; r < nproc; ++r) {
+      if (pids[r] == pid) rank = r;
+    }
+    if (rank < 0) continue;
+    pids[rank] = -1;
+    --alive;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+    if (result == 0) {
+      result = 1;
+      std::fprintf(stderr, "gmlp pretrain: rank %d %s; stopping the other ranks\n", rank,
+                   DescribeExit(status).c_str());
+      for (pid_t p : pids) {
+        if (p > 0) ::kill(p, SIGTERM);
+      }
+      // Whoever has not gone after a grace period is killed.
+      std::thread([pids]() {
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        for (pid_t p : pids) {
+          if (p > 0) ::kill(p, SIGKILL);
+        }
+      }).detach();
+    }
+  }
+  return result;
+}
+
+}  // namespace gmlp::pretrain

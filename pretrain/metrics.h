@@ -1,0 +1,60 @@
+// Run metrics: the JSONL metrics file (one JSON object per line; only rank 0 writes), the live
+// progress line on a terminal, and the GEMM peak that MFU is measured against.
+#ifndef GMLP_PRETRAIN_METRICS_H_
+#define GMLP_PRETRAIN_METRICS_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gmlp::pretrain {
+
+class MetricsLog {
+ public:
+  // Opens `path` for appending. `keep_through_step` >= 0 (a resume) first drops the records of
+  // later steps, which the resumed run recomputes; -1 starts the file afresh.
+  static absl::StatusOr<std::unique_ptr<MetricsLog>> Open(const std::string& path,
+                                                          int64_t keep_through_step);
+  ~MetricsLog();
+
+  // Appends one record as a line and flushes it.
+  absl::Status Write(const nlohmann::json& record);
+
+ private:
+  MetricsLog(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
+  std::string path_;
+  std::FILE* file_;
+};
+
+// One-line live display with ETA when `stream` is a terminal, plain lines otherwise.
+class Progress {
+ public:
+  explicit Progress(std::FILE* stream);
+  ~Progress();
+  // Shows a training record (as written to the metrics file) at `step` of `total_steps`.
+  void Train(const nlohmann::json& record, int64_t total_steps, double eta_s);
+  // Prints an evaluation or other message on its own line.
+  void Line(const std::string& text);
+
+ private:
+  std::FILE* stream_;
+  bool tty_;
+  bool open_line_ = false;
+};
+
+// fp32 (or bf16) GEMM rate of this process with its current intra-op threads, in GFLOP/s,
+// measured on 1024^3 matrix products for about `seconds`.
+double MeasureGemmPeakGflops(bool bf16, double seconds = 0.3);
+
+// "1h02m", "3m12s", "45s".
+std::string FormatDuration(double seconds);
+
+}  // namespace gmlp::pretrain
+
+#endif  // GMLP_PRETRAIN_METRICS_H_

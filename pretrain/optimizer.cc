@@ -1,0 +1,124 @@
+#include "pretrain/optimizer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace gmlp::pretrain {
+
+bool DecaysWeight(const torch::Tensor& param) { return param.dim() >= 2; }
+
+Optimizer::Optimizer(std::vector<torch::Tensor> params, OptimizerOptions options)
+    : params_(std::move(params)), options_(std::move(options)) {
+  TORCH_CHECK(options_.kind == "adamw" || options_.kind == "lamb", "unknown optimizer ",
+              options_.kind);
+  for (const torch::Tensor& p : params_) {
+    exp_avg_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    exp_avg_sq_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+  }
+}
+
+void Optimizer::Step(double lr) {
+  torch::NoGradGuard no_grad;
+  ++step_;
+  const double b1 = options_.beta1, b2 = options_.beta2, eps = options_.eps;
+  const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step_));
+  const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step_));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    torch::Tensor& p = params_[i];
+    const torch::Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    const double wd = DecaysWeight(p) ? options_.weight_decay : 0.0;
+    torch::Tensor& m = exp_avg_[i];
+    torch::Tensor& v = exp_avg_sq_[i];
+    m.mul_(b1).add_(g, 1.0 - b1);
+    v.mul_(b2).addcmul_(g, g, 1.0 - b2);
+    if (options_.kind == "adamw") {
+      if (wd != 0.0) p.mul_(1.0 - lr * wd);
+      torch::Tensor denom = (v.sqrt() / std::sqrt(bc2)).add_(eps);
+      p.addcdiv_(m, denom, -lr / bc1);
+    } else {
+      torch::Tensor update = (m / bc1).div_((v / bc2).sqrt_().add_(eps));
+      if (wd != 0.0) update.add_(p, wd);
+      const double w_norm = p.norm().item<double>();
+      const double u_norm = update.norm().item<double>();
+      const double trust = (w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
+      p.add_(update, -lr * trust);
+    }
+  }
+}
+
+absl::Status Optimizer::Save(const std::string& path) const {
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write("step", torch::tensor(step_, torch::kInt64));
+    archive.write("num_params", torch::tensor(static_cast<int64_t>(params_.size())));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      archive.write(absl::StrCat("exp_avg.", i), exp_avg_[i]);
+      archive.write(absl::StrCat("exp_avg_sq.", i), exp_avg_sq_[i]);
+    }
+    archive.save_to(path);
+  } catch (const c10::Error& e) {
+    return absl::UnknownError(absl::StrCat(path, ": cannot write optimizer state: ",
+                                           e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::Load(const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    // A fresh tensor for every read: reading into a defined one set_()s it in place, which
+    // fails across dtypes.
+    torch::Tensor t;
+    archive.read("num_params", t);
+    if (t.item<int64_t>() != static_cast<int64_t>(params_.size())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": optimizer state holds ", t.item<int64_t>(), " tensors, the model has ",
+          params_.size(), "; the checkpoint belongs to another architecture"));
+    }
+    t = torch::Tensor();
+    archive.read("step", t);
+    const int64_t step = t.item<int64_t>();
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      t = torch::Tensor();
+      archive.read(absl::StrCat("exp_avg.", i), t);
+      if (!t.sizes().equals(params_[i].sizes())) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": optimizer tensor ", i, " has shape ", c10::str(t.sizes()),
+                         ", the parameter ", c10::str(params_[i].sizes())));
+      }
+      exp_avg_[i].copy_(t);
+      t = torch::Tensor();
+      archive.read(absl::StrCat("exp_avg_sq.", i), t);
+      exp_avg_sq_[i].copy_(t);
+    }
+    step_ = step;
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(absl::StrCat(path, ": cannot read optimizer state (",
+                                            e.what_without_backtrace(),
+                                            "); resume from an older checkpoint"));
+  }
+  return absl::OkStatus();
+}
+
+double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  for (const torch::Tensor& p : params) {
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kFloat64));
+  }
+  if (norms.empty()) return 0.0;
+  const double total = torch::stack(norms).norm(2).item<double>();
+  if (max_norm > 0.0 && std::isfinite(total) && total > max_norm) {
+    const double scale = max_norm / (total + 1e-6);
+    for (const torch::Tensor& p : params) {
+      if (p.grad().defined()) p.grad().mul_(scale);
+    }
+  }
+  return total;
+}
+
+}  // namespace gmlp::pretrain

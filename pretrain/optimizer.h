@@ -1,0 +1,66 @@
+// AdamW and LAMB over two parameter groups (decayed: matrices and embeddings; not decayed:
+// biases and LayerNorm weights, i.e. every tensor of rank < 2), with state that checkpoints
+// save and restore bit for bit.
+//
+// AdamW (Loshchilov & Hutter 2019), as torch.optim.AdamW computes it:
+//   p <- p (1 - lr wd);  m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2
+//   p <- p - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// LAMB (You et al. 2020, Algorithm 2, with Adam's bias correction):
+//   u = m_hat / (sqrt(v_hat) + eps) + wd p;  r = ||p|| / ||u|| (1 when either norm is 0)
+//   p <- p - lr r u
+#ifndef GMLP_PRETRAIN_OPTIMIZER_H_
+#define GMLP_PRETRAIN_OPTIMIZER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "absl/status/status.h"
+
+namespace gmlp::pretrain {
+
+struct OptimizerOptions {
+  std::string kind = "adamw";  // adamw | lamb
+  double weight_decay = 0.01;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-6;
+};
+
+// True for tensors that get weight decay: rank >= 2 (dense weights, embeddings, the SGU's
+// spatial matrix); biases and LayerNorm gains/offsets are rank 1.
+bool DecaysWeight(const torch::Tensor& param);
+
+class Optimizer {
+ public:
+  // `params` must be unique tensors (a tied weight once). Parameters without a gradient at a
+  // step are skipped (their moments are not advanced).
+  Optimizer(std::vector<torch::Tensor> params, OptimizerOptions options);
+
+  // One update at learning rate `lr` using each parameter's .grad().
+  void Step(double lr);
+
+  int64_t step_count() const { return step_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+
+  // Moments and step count, in a torch::serialize archive (bitwise round trip).
+  absl::Status Save(const std::string& path) const;
+  absl::Status Load(const std::string& path);
+
+ private:
+  std::vector<torch::Tensor> params_;
+  OptimizerOptions options_;
+  std::vector<torch::Tensor> exp_avg_;
+  std::vector<torch::Tensor> exp_avg_sq_;
+  int64_t step_ = 0;
+};
+
+// Clips the global L2 norm of the gradients of `params` to `max_norm` (no-op when max_norm is 0)
+// and returns the norm before clipping (non-finite if any gradient is).
+double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm);
+
+}  // namespace gmlp::pretrain
+
+#endif  // GMLP_PRETRAIN_OPTIMIZER_H_

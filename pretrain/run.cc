@@ -1,0 +1,138 @@
+#include "pretrain/run.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status.h"
+#include "data/loader.h"
+#include "data/manifest.h"
+#include "model/flops.h"
+#include "model/heads.h"
+#include "model/serialize.h"
+#include "pretrain/checkpoint.h"
+#include "pretrain/dist.h"
+#include "pretrain/trainer.h"
+
+namespace gmlp::pretrain {
+namespace {
+
+// The manifest records the tokenizer path prepare was given; it may be relative to where
+// prepare ran, so the shard directory is tried too.
+std::string FindTokenizer(const data::Manifest& manifest, const std::string& shard_dir) {
+  if (manifest.tokenizer.empty()) return "";
+  if (PathExists(manifest.tokenizer)) return manifest.tokenizer;
+  const std::string base = manifest.tokenizer.substr(manifest.tokenizer.find_last_of('/') + 1);
+  for (const std::string& p : {JoinPath(shard_dir, manifest.tokenizer), JoinPath(shard_dir, base)}) {
+    if (PathExists(p)) return p;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status RunPretraining(PretrainConfig config, bool resume) {
+  GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
+  const bool rank0 = env.rank == 0;
+  TrainConfig& tc = config.train;
+  if (tc.shard_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--shard_dir is empty; give the directory `gmlp prepare` wrote (it holds manifest.json)");
+  }
+  GMLP_RETURN_IF_ERROR(tc.Validate());
+  GMLP_RETURN_IF_ERROR(AccumulationSteps(tc, env.world_size).status());
+  GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
+                        data::ReadManifest(JoinPath(tc.shard_dir, data::kManifestFile)));
+
+  std::string resume_from;
+  if (resume) {
+    auto found = ResolveCheckpoint(tc.out_dir);
+    if (found.ok()) {
+      resume_from = *found;
+      GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(JoinPath(resume_from, kConfigFile)));
+      auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.contains("model")) {
+        return absl::DataLossError(absl::StrCat(JoinPath(resume_from, kConfigFile),
+                                                ": malformed; resume from an older checkpoint"));
+      }
+      GMLP_ASSIGN_OR_RETURN(config.model, model::EncoderConfig::FromJson(j["model"]));
+      config.preset = j.value("preset", config.preset);
+    } else if (rank0) {
+      std::fprintf(stderr, "gmlp pretrain: no checkpoint in %s yet; starting afresh\n",
+                   tc.out_dir.c_str());
+    }
+  }
+  if (resume_from.empty()) {
+    config.model.vocab_size = manifest.vocab_size;
+    config.model.max_seq_len = manifest.seq_len;
+  } else if (config.model.vocab_size != manifest.vocab_size ||
+             config.model.max_seq_len < manifest.seq_len) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        resume_from, ": the checkpoint's model has vocab_size ", config.model.vocab_size,
+        " and max_seq_len ", config.model.max_seq_len, ", the shards in ", tc.shard_dir, " ",
+        manifest.vocab_size, " and ", manifest.seq_len, "; resume with the same shards"));
+  }
+  GMLP_RETURN_IF_ERROR(config.Validate());
+  const std::string tokenizer_model = FindTokenizer(manifest, tc.shard_dir);
+  if (rank0) {
+    std::fprintf(stderr, "gmlp pretrain: %d rank(s); config:\n%s\n", env.world_size,
+                 config.ToJson().dump(2).c_str());
+    if (tokenizer_model.empty()) {
+      std::fprintf(stderr,
+                   "gmlp pretrain: warning: tokenizer %s not found; checkpoints will lack "
+                   "tokenizer.model\n",
+                   manifest.tokenizer.c_str());
+    }
+  }
+
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<Dist> dist,
+                        Dist::Connect(env, std::chrono::seconds(tc.dist_timeout_s)));
+
+  data::LoaderOptions lo;
+  lo.shard_dir = tc.shard_dir;
+  lo.split = "train";
+  lo.batch_size = tc.micro_batch;
+  lo.rank = env.rank;
+  lo.world_size = env.world_size;
+  lo.seed = tc.seed;
+  lo.masking.mask_rate = tc.mask_rate;
+  lo.masking.whole_word = tc.whole_word;
+  lo.expected_tokenizer_checksum = manifest.tokenizer_checksum;
+  lo.expected_seq_len = manifest.seq_len;
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> train, data::MlmLoader::Open(lo));
+  std::unique_ptr<data::MlmLoader> valid;
+  if (manifest.Totals("valid").sequences > 0) {
+    data::LoaderOptions vo = lo;
+    vo.split = "valid";
+    vo.shuffle = false;
+    vo.prefetch = 0;
+    GMLP_ASSIGN_OR_RETURN(valid, data::MlmLoader::Open(vo));
+  } else if (rank0) {
+    std::fprintf(stderr, "gmlp pretrain: %s has no valid split; no evaluation\n",
+                 tc.shard_dir.c_str());
+  }
+
+  // Every rank builds the same initial weights; rank 0's are broadcast anyway.
+  torch::manual_seed(tc.seed);
+  model::MlmModel mlm(config.model);
+  TrainerOptions to;
+  to.config = tc;
+  to.config_json = config.ToJson();
+  to.tokenizer_model = tokenizer_model;
+  to.flops_per_token = model::TrainingFlopsPerToken(config.model, manifest.seq_len, tc.mask_rate);
+  to.save_model = [](torch::nn::Module& m, const std::string& path) {
+    return model::SaveModule(m, path);
+  };
+  to.load_model = [](torch::nn::Module& m, const std::string& path) {
+    return model::LoadModule(m, path);
+  };
+  auto forward = [mlm](const model::EncoderInput& input, const torch::Tensor& masked_index) mutable {
+    return mlm->forward(input, masked_index);
+  };
+  Trainer trainer(to, mlm.ptr(), forward, train.get(), valid.get(), dist.get());
+  GMLP_RETURN_IF_ERROR(trainer.Init(resume_from));
+  return trainer.Run();
+}
+
+}  // namespace gmlp::pretrain

@@ -1,0 +1,131 @@
+#include "pretrain/train_config.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace gmlp::pretrain {
+
+// The field list, once: ToJson and FromJson both expand it, so a new knob cannot be forgotten in
+// one of them.
+#define GMLP_TRAIN_CONFIG_FIELDS(X) \
+  X(shard_dir)                      \
+  X(out_dir)                        \
+  X(global_batch)                   \
+  X(micro_batch)                    \
+  X(steps)                          \
+  X(optimizer)                      \
+  X(lr)                             \
+  X(warmup_steps)                   \
+  X(schedule)                       \
+  X(min_lr_ratio)                   \
+  X(weight_decay)                   \
+  X(beta1)                          \
+  X(beta2)                          \
+  X(eps)                            \
+  X(clip_norm)                      \
+  X(bf16)                           \
+  X(mask_rate)                      \
+  X(whole_word)                     \
+  X(seed)                           \
+  X(log_every)                      \
+  X(eval_every)                     \
+  X(eval_batches)                   \
+  X(checkpoint_every)               \
+  X(keep_checkpoints)               \
+  X(bucket_mb)                      \
+  X(dist_timeout_s)                 \
+  X(peak_gflops)
+
+nlohmann::json TrainConfig::ToJson() const {
+  nlohmann::json j;
+#define GMLP_TO_JSON_(name) j[#name] = name;
+  GMLP_TRAIN_CONFIG_FIELDS(GMLP_TO_JSON_)
+#undef GMLP_TO_JSON_
+  return j;
+}
+
+absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
+                                                  const TrainConfig& base) {
+  if (!j.is_object()) return absl::InvalidArgumentError("training config: expected a JSON object");
+  TrainConfig c = base;
+  std::set<std::string> known;
+#define GMLP_FROM_JSON_(name)                                                              \
+  known.insert(#name);                                                                     \
+  if (j.contains(#name)) {                                                                 \
+    try {                                                                                  \
+      j.at(#name).get_to(c.name);                                                          \
+    } catch (const nlohmann::json::exception& e) {                                         \
+      return absl::InvalidArgumentError(absl::StrCat("training config key \"", #name,      \
+                                                     "\": wrong type (", e.what(), ")"));  \
+    }                                                                                      \
+  }
+  GMLP_TRAIN_CONFIG_FIELDS(GMLP_FROM_JSON_)
+#undef GMLP_FROM_JSON_
+  for (const auto& item : j.items()) {
+    // The encoder's section and preset name are PretrainConfig's.
+    if (item.key() == "model" || item.key() == "preset") continue;
+    if (known.count(item.key()) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("training config: unknown key \"", item.key(),
+                       "\"; see `gmlp pretrain --help` for the valid names"));
+    }
+  }
+  return c;
+}
+
+#undef GMLP_TRAIN_CONFIG_FIELDS
+
+absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j) {
+  return FromJson(j, TrainConfig());
+}
+
+absl::Status TrainConfig::Validate() const {
+  auto bad = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(parts...));
+  };
+  if (out_dir.empty()) return bad("--out_dir is empty; give an output directory");
+  if (global_batch <= 0) return bad("--global_batch=", global_batch, " must be > 0");
+  if (micro_batch <= 0) return bad("--micro_batch=", micro_batch, " must be > 0");
+  if (steps <= 0) return bad("--steps=", steps, " must be > 0");
+  if (optimizer != "adamw" && optimizer != "lamb") {
+    return bad("--optimizer=", optimizer, " is not one of adamw, lamb");
+  }
+  if (schedule != "linear" && schedule != "cosine") {
+    return bad("--schedule=", schedule, " is not one of linear, cosine");
+  }
+  if (!(lr > 0)) return bad("--lr=", lr, " must be > 0");
+  if (warmup_steps < 0 || warmup_steps > steps) {
+    return bad("--warmup_steps=", warmup_steps, " must be in [0, --steps=", steps, "]");
+  }
+  if (min_lr_ratio < 0 || min_lr_ratio > 1) {
+    return bad("--min_lr_ratio=", min_lr_ratio, " must be in [0, 1]");
+  }
+  if (weight_decay < 0) return bad("--weight_decay=", weight_decay, " must be >= 0");
+  if (!(beta1 >= 0 && beta1 < 1)) return bad("--beta1=", beta1, " must be in [0, 1)");
+  if (!(beta2 >= 0 && beta2 < 1)) return bad("--beta2=", beta2, " must be in [0, 1)");
+  if (!(eps > 0)) return bad("--eps=", eps, " must be > 0");
+  if (clip_norm < 0) return bad("--clip_norm=", clip_norm, " must be >= 0 (0 = off)");
+  if (!(mask_rate > 0 && mask_rate < 1)) return bad("--mask_rate=", mask_rate, " must be in (0, 1)");
+  if (log_every < 0 || eval_every < 0 || checkpoint_every < 0) {
+    return bad("--log_every, --eval_every and --checkpoint_every must be >= 0 (0 = never)");
+  }
+  if (eval_batches <= 0) return bad("--eval_batches=", eval_batches, " must be > 0");
+  if (keep_checkpoints <= 0) return bad("--keep_checkpoints=", keep_checkpoints, " must be > 0");
+  if (!(bucket_mb > 0)) return bad("--bucket_mb=", bucket_mb, " must be > 0");
+  if (dist_timeout_s <= 0) return bad("--dist_timeout_s=", dist_timeout_s, " must be > 0");
+  if (peak_gflops < 0) return bad("--peak_gflops=", peak_gflops, " must be >= 0 (0 = measure)");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size) {
+  const int64_t per_step = config.micro_batch * world_size;
+  if (per_step <= 0 || config.global_batch % per_step != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--global_batch=", config.global_batch, " is not a multiple of --micro_batch=",
+        config.micro_batch, " x world size ", world_size, "; change one of them"));
+  }
+  return config.global_batch / per_step;
+}
+
+}  // namespace gmlp::pretrain

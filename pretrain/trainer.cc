@@ -1,0 +1,413 @@
+#include "pretrain/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_util.h"
+#include "common/status.h"
+#include "pretrain/checkpoint.h"
+#include "pretrain/schedule.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gmlp::pretrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// bf16 autocast for the forward pass, on CPU (and CUDA when built with it).
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+#ifdef GMLP_WITH_CUDA
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+#endif
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+#ifdef GMLP_WITH_CUDA
+    at::autocast::set_enabled(false);
+#endif
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool enabled_;
+};
+
+}  // namespace
+
+MlmTensors ToTensors(const data::MlmBatch& batch) {
+  MlmTensors t;
+  const int64_t b = batch.batch_size, n = batch.seq_len;
+  TORCH_CHECK(static_cast<int64_t>(batch.input_ids.size()) == b * n, "batch holds ",
+              batch.input_ids.size(), " ids, expected ", b, " x ", n);
+  TORCH_CHECK(batch.masked_index.size() == batch.masked_labels.size(),
+              "masked_index and masked_labels differ in length");
+  // from_blob does not copy; the int64 conversions do, so the batch may go away afterwards.
+  t.input.input_ids =
+      torch::from_blob(const_cast<int32_t*>(batch.input_ids.data()), {b, n}, torch::kInt32)
+          .to(torch::kInt64);
+  t.input.pad_mask = t.input.input_ids.ne(tokenizer::kPadId);
+  const int64_t m = static_cast<int64_t>(batch.masked_index.size());
+  t.masked_index =
+      torch::from_blob(const_cast<int64_t*>(batch.masked_index.data()), {m}, torch::kInt64)
+          .clone();
+  t.labels = torch::from_blob(const_cast<int32_t*>(batch.masked_labels.data()), {m},
+                              torch::kInt32)
+                 .to(torch::kInt64);
+  return t;
+}
+
+Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> module,
+                 MlmForwardFn forward, data::MlmLoader* train, data::MlmLoader* valid, Dist* dist)
+    : options_(std::move(options)),
+      config_(options_.config),
+      module_(std::move(module)),
+      forward_(std::move(forward)),
+      train_(train),
+      valid_(valid),
+      dist_(dist) {
+  if (!options_.save_model) options_.save_model = [](torch::nn::Module& m, const std::string& p) {
+    return SaveNamedTensors(m, p);
+  };
+  if (!options_.load_model) options_.load_model = LoadNamedTensors;
+  params_ = UniqueParameters(*module_);
+  OptimizerOptions opt;
+  opt.kind = config_.optimizer;
+  opt.weight_decay = config_.weight_decay;
+  opt.beta1 = config_.beta1;
+  opt.beta2 = config_.beta2;
+  opt.eps = config_.eps;
+  optimizer_ = std::make_unique<Optimizer>(params_, opt);
+  sync_ = std::make_unique<GradSync>(params_, dist_, config_.bucket_mb);
+}
+
+Trainer::~Trainer() = default;
+
+absl::Status Trainer::Init(const std::string& resume_from) {
+  GMLP_RETURN_IF_ERROR(config_.Validate());
+  GMLP_ASSIGN_OR_RETURN(accumulation_, AccumulationSteps(config_, dist_->world_size()));
+  const bool rank0 = dist_->rank() == 0;
+  const std::string checkpoints_dir = JoinPath(config_.out_dir, kCheckpointsSubdir);
+  if (rank0) {
+    GMLP_RETURN_IF_ERROR(MakeDirs(config_.out_dir));
+    if (resume_from.empty() && !ListCheckpoints(checkpoints_dir).empty()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          config_.out_dir, ": already holds checkpoints; pass --resume to continue that run, or "
+                           "choose a new --out_dir"));
+    }
+  }
+  if (!resume_from.empty()) {
+    GMLP_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpoint(resume_from));
+    GMLP_RETURN_IF_ERROR(options_.load_model(*module_, JoinPath(dir, kModelFile)));
+    GMLP_RETURN_IF_ERROR(optimizer_->Load(JoinPath(dir, kOptimizerFile)));
+    const std::string state_path = JoinPath(dir, kStateFile);
+    GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(state_path));
+    auto state = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (state.is_discarded() || !state.contains("step") || !state.contains("loader")) {
+      return absl::DataLossError(
+          absl::StrCat(state_path, ": malformed checkpoint state; resume from an older one"));
+    }
+    step_ = state["step"].get<int64_t>();
+    data::LoaderState loader_state;
+    loader_state.epoch = state["loader"].value("epoch", int64_t{0});
+    loader_state.position = state["loader"].value("position", int64_t{0});
+    GMLP_RETURN_IF_ERROR(train_->Restore(loader_state));
+    if (state.value("world_size", 1) != dist_->world_size() && rank0) {
+      std::fprintf(stderr,
+                   "gmlp pretrain: warning: %s was written by %d ranks, resuming on %d: training "
+                   "continues, but the data order differs from an uninterrupted run\n",
+                   dir.c_str(), state.value("world_size", 1), dist_->world_size());
+    }
+    last_checkpoint_step_ = step_;
+    last_checkpoint_ = dir;
+  }
+  // Every rank starts from rank 0's weights (also after a resume: the same file, but cheap).
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> tensors;
+    for (const torch::Tensor& p : params_) tensors.push_back(p.detach());
+    for (const torch::Tensor& b : module_->buffers()) tensors.push_back(b);
+    try {
+      dist_->Broadcast(tensors, 0);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("broadcast of the initial weights failed: ", e.what()));
+    }
+  }
+  if (rank0) {
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(config_.out_dir, kConfigFile),
+                                         options_.config_json.dump(2) + "\n"));
+    GMLP_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
+                                                     resume_from.empty() ? -1 : step_));
+    if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
+    if (options_.flops_per_token > 0) {
+      peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops
+                                             : MeasureGemmPeakGflops(config_.bf16);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::SeedDropout() {
+  const uint64_t seed = SplitMix64(SplitMix64(config_.seed) ^
+                                   SplitMix64(static_cast<uint64_t>(step_) * 1024 +
+                                              static_cast<uint64_t>(dist_->rank())));
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_current_seed(seed);
+}
+
+absl::StatusOr<StepStats> Trainer::TrainStep() {
+  StepStats s;
+  const auto start = Clock::now();
+  ScheduleOptions sched{config_.lr, config_.warmup_steps, config_.steps, config_.schedule,
+                        config_.min_lr_ratio};
+  s.lr = LearningRate(sched, step_);
+
+  // All micro-batches first: the loss is normalised by the global masked-token count.
+  std::vector<data::MlmBatch> batches;
+  batches.reserve(accumulation_);
+  double local_masked = 0, local_tokens = 0;
+  for (int64_t k = 0; k < accumulation_; ++k) {
+    const auto t0 = Clock::now();
+    GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, train_->Next());
+    s.data_wait_s += Seconds(t0);
+    local_masked += static_cast<double>(batch.masked_index.size());
+    local_tokens += static_cast<double>(batch.batch_size * batch.seq_len);
+    batches.push_back(std::move(batch));
+  }
+  torch::Tensor counts = torch::tensor({local_masked, local_tokens}, torch::kFloat64);
+  dist_->AllreduceSum(counts);
+  const double global_masked = counts[0].item<double>();
+  s.masked_tokens = static_cast<int64_t>(global_masked);
+  s.tokens = static_cast<int64_t>(counts[1].item<double>());
+  const double denom = std::max(global_masked, 1.0);
+
+  SeedDropout();
+  module_->train();
+  double loss_sum = 0, correct = 0;
+  for (int64_t k = 0; k < accumulation_; ++k) {
+    MlmTensors t = ToTensors(batches[k]);
+    if (k == accumulation_ - 1) sync_->PrepareFinalBackward();
+    torch::Tensor logits_MV;
+    {
+      AutocastScope autocast(config_.bf16);
+      logits_MV = forward_(t.input, t.masked_index);
+    }
+    logits_MV = logits_MV.to(torch::kFloat32);
+    torch::Tensor ce = torch::nn::functional::cross_entropy(
+        logits_MV, t.labels,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    (ce / denom).backward();
+    loss_sum += ce.item<double>();
+    correct += logits_MV.detach().argmax(1).eq(t.labels).sum().item<double>();
+  }
+  sync_->Finish();
+  torch::Tensor sums = torch::tensor({loss_sum, correct}, torch::kFloat64);
+  dist_->AllreduceSum(sums);
+  s.loss = sums[0].item<double>() / denom;
+  s.accuracy = sums[1].item<double>() / denom;
+  s.grad_norm = ClipGradNorm(params_, config_.clip_norm);
+  s.step = step_ + 1;
+  GMLP_RETURN_IF_ERROR(CheckFinite(s));
+  optimizer_->Step(s.lr);
+  for (torch::Tensor& p : params_) p.mutable_grad().reset();
+  ++step_;
+  s.step_s = Seconds(start);
+  return s;
+}
+
+absl::Status Trainer::CheckFinite(const StepStats& s) const {
+  if (std::isfinite(s.loss) && std::isfinite(s.grad_norm)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "step %d: the loss (%g) or gradient norm (%g) is not finite; stopped without updating the "
+      "weights. %s Lower --lr, raise --warmup_steps or set --clip_norm, then --resume.",
+      s.step, s.loss, s.grad_norm,
+      last_checkpoint_.empty() ? std::string("No checkpoint was written yet.")
+                               : absl::StrCat("The last good checkpoint is ", last_checkpoint_,
+                                              " (untouched).")));
+}
+
+absl::StatusOr<EvalStats> Trainer::Evaluate() {
+  EvalStats e;
+  if (valid_ == nullptr) return e;
+  torch::NoGradGuard no_grad;
+  module_->eval();
+  GMLP_RETURN_IF_ERROR(valid_->Restore(data::LoaderState{}));
+  double loss_sum = 0, correct = 0, count = 0;
+  for (int64_t k = 0; k < config_.eval_batches; ++k) {
+    GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, valid_->Next());
+    MlmTensors t = ToTensors(batch);
+    torch::Tensor logits_MV;
+    {
+      AutocastScope autocast(config_.bf16);
+      logits_MV = forward_(t.input, t.masked_index);
+    }
+    logits_MV = logits_MV.to(torch::kFloat32);
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits_MV, t.labels,
+                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    correct += logits_MV.argmax(1).eq(t.labels).sum().item<double>();
+    count += static_cast<double>(t.labels.size(0));
+  }
+  module_->train();
+  torch::Tensor sums = torch::tensor({loss_sum, correct, count}, torch::kFloat64);
+  dist_->AllreduceSum(sums);
+  const double n = std::max(sums[2].item<double>(), 1.0);
+  e.loss = sums[0].item<double>() / n;
+  e.accuracy = sums[1].item<double>() / n;
+  e.perplexity = std::exp(e.loss);
+  e.masked_tokens = static_cast<int64_t>(sums[2].item<double>());
+  return e;
+}
+
+absl::Status Trainer::SaveCheckpoint() {
+  if (dist_->rank() != 0) {
+    last_checkpoint_step_ = step_;
+    return absl::OkStatus();
+  }
+  const std::string checkpoints_dir = JoinPath(config_.out_dir, kCheckpointsSubdir);
+  GMLP_ASSIGN_OR_RETURN(const std::string tmp, BeginCheckpoint(checkpoints_dir, step_));
+  auto write_all = [&]() -> absl::Status {
+    auto before = [&](const char* file) -> absl::Status {
+      return options_.before_checkpoint_write ? options_.before_checkpoint_write(file)
+                                              : absl::OkStatus();
+    };
+    GMLP_RETURN_IF_ERROR(before(kConfigFile));
+    GMLP_RETURN_IF_ERROR(
+        WriteFileAtomic(JoinPath(tmp, kConfigFile), options_.config_json.dump(2) + "\n"));
+    GMLP_RETURN_IF_ERROR(before(kModelFile));
+    GMLP_RETURN_IF_ERROR(options_.save_model(*module_, JoinPath(tmp, kModelFile)));
+    GMLP_RETURN_IF_ERROR(before(kOptimizerFile));
+    GMLP_RETURN_IF_ERROR(optimizer_->Save(JoinPath(tmp, kOptimizerFile)));
+    if (!options_.tokenizer_model.empty()) {
+      GMLP_RETURN_IF_ERROR(before(kTokenizerFile));
+      GMLP_RETURN_IF_ERROR(CopyFile(options_.tokenizer_model, JoinPath(tmp, kTokenizerFile)));
+    }
+    const data::LoaderState loader = train_->state();
+    nlohmann::json state = {
+        {"step", step_},
+        {"loader", {{"epoch", loader.epoch}, {"position", loader.position}}},
+        {"world_size", dist_->world_size()},
+        {"global_batch", config_.global_batch},
+        {"micro_batch", config_.micro_batch},
+        {"accumulation_steps", accumulation_},
+        {"optimizer_steps", optimizer_->step_count()},
+        {"seed", config_.seed},
+        {"rng", "dropout generator reseeded every step from (seed, step, rank)"},
+    };
+    GMLP_RETURN_IF_ERROR(before(kStateFile));
+    return WriteFileAtomic(JoinPath(tmp, kStateFile), state.dump(2) + "\n");
+  };
+  absl::Status st = write_all();
+  absl::StatusOr<std::string> final_path = st.ok() ? CommitCheckpoint(tmp, checkpoints_dir, step_)
+                                                   : absl::StatusOr<std::string>(st);
+  if (!final_path.ok()) {
+    (void)RemoveTree(tmp);
+    return absl::Status(
+        final_path.status().code(),
+        absl::StrCat("checkpoint at step ", step_, " not written: ", final_path.status().message(),
+                     last_checkpoint_.empty() ? std::string()
+                                              : absl::StrCat("; the previous checkpoint ",
+                                                             last_checkpoint_, " is intact")));
+  }
+  last_checkpoint_ = *final_path;
+  last_checkpoint_step_ = step_;
+  return PruneCheckpoints(checkpoints_dir, config_.keep_checkpoints);
+}
+
+absl::Status Trainer::Run() {
+  const bool rank0 = dist_->rank() == 0;
+  const auto run_start = Clock::now();
+  const int64_t first_step = step_;
+  double interval_time = 0, interval_wait = 0;
+  int64_t interval_tokens = 0;
+  try {
+    while (step_ < config_.steps) {
+      GMLP_ASSIGN_OR_RETURN(const StepStats s, TrainStep());
+      interval_time += s.step_s;
+      interval_wait += s.data_wait_s;
+      interval_tokens += s.tokens;
+      const bool last = step_ == config_.steps;
+      if ((config_.log_every > 0 && step_ % config_.log_every == 0) || last) {
+        if (rank0) {
+          const double tps = interval_time > 0 ? interval_tokens / interval_time : 0;
+          const double mfu = peak_gflops_ > 0 ? options_.flops_per_token * tps /
+                                                    (peak_gflops_ * 1e9 * dist_->world_size())
+                                              : 0;
+          nlohmann::json r = {{"type", "train"},
+                              {"step", s.step},
+                              {"loss", s.loss},
+                              {"accuracy", s.accuracy},
+                              {"lr", s.lr},
+                              {"grad_norm", s.grad_norm},
+                              {"tokens_per_s", tps},
+                              {"mfu", mfu},
+                              {"data_wait_frac", interval_time > 0 ? interval_wait / interval_time : 0},
+                              {"masked_tokens", s.masked_tokens},
+                              {"elapsed_s", Seconds(run_start)}};
+          GMLP_RETURN_IF_ERROR(metrics_->Write(r));
+          const double per_step = Seconds(run_start) / static_cast<double>(step_ - first_step);
+          if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));
+        }
+        interval_time = interval_wait = 0;
+        interval_tokens = 0;
+      }
+      if (valid_ != nullptr && ((config_.eval_every > 0 && step_ % config_.eval_every == 0) || last)) {
+        GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
+        if (rank0) {
+          GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
+                                                {"step", step_},
+                                                {"eval_loss", e.loss},
+                                                {"eval_perplexity", e.perplexity},
+                                                {"eval_accuracy", e.accuracy},
+                                                {"eval_masked_tokens", e.masked_tokens}}));
+          if (progress_) {
+            progress_->Line(absl::StrFormat("eval step %d: loss %.4f  perplexity %.2f  accuracy %.4f",
+                                            step_, e.loss, e.perplexity, e.accuracy));
+          }
+        }
+      }
+      if ((config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0) || last) {
+        GMLP_RETURN_IF_ERROR(SaveCheckpoint());
+      }
+    }
+    if (last_checkpoint_step_ != step_) GMLP_RETURN_IF_ERROR(SaveCheckpoint());
+  } catch (const c10::Error& e) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", dist_->rank(), ": step ", step_ + 1, " failed: ", e.what_without_backtrace(),
+        dist_->world_size() > 1 ? " (a peer rank died or timed out; --resume continues from the "
+                                  "last checkpoint)"
+                                : ""));
+  }
+  if (rank0 && progress_) {
+    progress_->Line(absl::StrCat("done: ", step_, " steps; checkpoint ", last_checkpoint_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gmlp::pretrain

@@ -1,0 +1,139 @@
+// The MLM training loop: data-parallel over a Dist group, gradient accumulation to the global
+// batch, clipping, AdamW/LAMB, the LR schedule, evaluation, metrics and atomic checkpoints with
+// exact resume. Model-agnostic: it trains any module with an MLM forward (the real pretrainer
+// passes model::MlmModel, tests pass tiny modules).
+//
+// Loss normalisation: the loss of a step is the sum of the cross-entropies of all masked tokens
+// of the global batch divided by their number (counted across micro-batches and ranks before
+// backward), and gradients are SUMMED across ranks. So 2 ranks x b sequences, 1 rank x 2b and
+// 1 rank x b with 2 accumulation steps compute the same step, even though the number of masked
+// tokens differs between micro-batches.
+//
+// Dropout RNG: torch's default generator is reseeded from (seed, step, rank) at the start of
+// every step, so the checkpoint's step number determines it and a resumed run draws the same
+// dropout masks as an uninterrupted one.
+#ifndef GMLP_PRETRAIN_TRAINER_H_
+#define GMLP_PRETRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "absl/status/status.h"
+#include "data/loader.h"
+#include "model/encoder.h"
+#include "pretrain/dist.h"
+#include "pretrain/grad_sync.h"
+#include "pretrain/metrics.h"
+#include "pretrain/optimizer.h"
+#include "pretrain/train_config.h"
+
+namespace gmlp::pretrain {
+
+// (input, masked_index (M,)) -> (M, V) logits.
+using MlmForwardFn =
+    std::function<torch::Tensor(const model::EncoderInput& input, const torch::Tensor& masked_index)>;
+using ModuleIoFn = std::function<absl::Status(torch::nn::Module& module, const std::string& path)>;
+
+struct TrainerOptions {
+  TrainConfig config;
+  nlohmann::json config_json;   // saved as config.json in every checkpoint (the resolved config)
+  std::string tokenizer_model;  // copied into every checkpoint when non-empty
+  double flops_per_token = 0;   // training FLOPs per input token, for MFU (0: MFU not reported)
+  // Model file format; default SaveNamedTensors / LoadNamedTensors.
+  ModuleIoFn save_model;
+  ModuleIoFn load_model;
+  // Called before each checkpoint file is written with its name; an error aborts the checkpoint
+  // as a failed write would (tests simulate a full disk with it).
+  std::function<absl::Status(const std::string& file)> before_checkpoint_write;
+  bool quiet = false;  // no progress output (tests)
+};
+
+// What one optimizer step measured (global over ranks).
+struct StepStats {
+  int64_t step = 0;  // optimizer steps completed, this one included
+  double loss = 0;   // mean cross-entropy over the global batch's masked tokens
+  double accuracy = 0;
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  int64_t masked_tokens = 0;
+  int64_t tokens = 0;  // input tokens of the global batch
+  double data_wait_s = 0;
+  double step_s = 0;
+};
+
+struct EvalStats {
+  double loss = 0;
+  double perplexity = 0;
+  double accuracy = 0;
+  int64_t masked_tokens = 0;
+};
+
+class Trainer {
+ public:
+  // `module` holds the parameters that `forward` uses. `valid` may be null (no evaluation).
+  // Loaders and `dist` must outlive the trainer.
+  Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> module, MlmForwardFn forward,
+          data::MlmLoader* train, data::MlmLoader* valid, Dist* dist);
+  ~Trainer();
+
+  // Fresh start: broadcasts rank 0's parameters. With `resume_from` non-empty (a checkpoint
+  // directory or a run directory), loads model, optimizer, step and loader state from it first.
+  absl::Status Init(const std::string& resume_from = "");
+
+  // Trains until config.steps, logging, evaluating and checkpointing on the way. A non-finite
+  // loss or gradient stops the run with FailedPrecondition (the last checkpoint is untouched);
+  // a failed peer makes it return Unavailable / Aborted.
+  absl::Status Run();
+
+  // One optimizer step (exposed for tests).
+  absl::StatusOr<StepStats> TrainStep();
+  absl::StatusOr<EvalStats> Evaluate();
+  // Writes checkpoint `step()` (rank 0 only; other ranks return OK) and prunes old ones.
+  absl::Status SaveCheckpoint();
+
+  int64_t step() const { return step_; }
+  const std::vector<torch::Tensor>& params() const { return params_; }
+  int64_t accumulation_steps() const { return accumulation_; }
+  const GradSync& grad_sync() const { return *sync_; }
+
+ private:
+  absl::Status CheckFinite(const StepStats& stats) const;
+  void SeedDropout();
+
+  TrainerOptions options_;
+  const TrainConfig& config_;
+  std::shared_ptr<torch::nn::Module> module_;
+  MlmForwardFn forward_;
+  data::MlmLoader* train_;
+  data::MlmLoader* valid_;
+  Dist* dist_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<GradSync> sync_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<Progress> progress_;
+  int64_t accumulation_ = 1;
+  int64_t step_ = 0;
+  int64_t last_checkpoint_step_ = -1;
+  std::string last_checkpoint_;
+  double peak_gflops_ = 0;
+};
+
+// Wraps a loader batch as the encoder's input: input_ids (B, n) int64, pad_mask (B, n) where
+// ids != [PAD]; masked_index (M,) and labels (M,) int64.
+struct MlmTensors {
+  model::EncoderInput input;
+  torch::Tensor masked_index;
+  torch::Tensor labels;
+};
+MlmTensors ToTensors(const data::MlmBatch& batch);
+
+}  // namespace gmlp::pretrain
+
+#endif  // GMLP_PRETRAIN_TRAINER_H_

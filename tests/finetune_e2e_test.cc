@@ -1,0 +1,210 @@
+// End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards,
+// pretraining, perplexity, finetuning on SST-2 and MNLI-like with two seeds) writes
+// results.csv, report.md and the plot, and resumes without redoing finished cells; then
+// `gmlp finetune` from one of its pretrained encoders writes results, dev predictions, the GLUE
+// submission file and a model that `gmlp predict` loads.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "finetune/finetune.h"
+#include "finetune/saved_model.h"
+#include "finetune/study.h"
+
+namespace gmlp::finetune {
+namespace {
+
+const char kData[] = GMLP_SOURCE_DIR "/../shared/data";
+
+int64_t MTimeNs(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  auto text = ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return absl::StrSplit(text.ok() ? *text : "", '\n', absl::SkipEmpty());
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!IsDirectory(kData)) return;
+    torch::set_num_threads(2);
+    char tmpl[] = "/tmp/gmlp_finetune_e2e_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = new std::string(tmpl);
+    config_ = new StudyConfig();
+    ASSERT_TRUE(ApplyStudyPreset("smoke", config_).ok());
+    config_->output = JoinPath(*dir_, "study");
+    config_->data_dir = kData;
+    auto report = RunStudy(*config_);
+    ASSERT_TRUE(report.ok()) << report.status();
+    report_ = new std::string(*report);
+  }
+  static void TearDownTestSuite() {
+    if (dir_ != nullptr) std::system(("rm -rf '" + *dir_ + "'").c_str());
+  }
+  void SetUp() override {
+    if (!IsDirectory(kData)) GTEST_SKIP() << "no shared data at " << kData;
+    ASSERT_NE(report_, nullptr) << "the study did not run";
+  }
+
+  void StudyWritesCsvReportAndPlot();
+  void StudyResumesWithoutRedoingFinishedCells();
+  void FinetuneThenPredict();
+  void PredictPairTask();
+
+  static std::string* dir_;
+  static StudyConfig* config_;
+  static std::string* report_;
+};
+std::string* EndToEndTest::dir_ = nullptr;
+StudyConfig* EndToEndTest::config_ = nullptr;
+std::string* EndToEndTest::report_ = nullptr;
+
+void EndToEndTest::StudyWritesCsvReportAndPlot() {
+  const std::string out = config_->output;
+  EXPECT_EQ(*report_, JoinPath(out, "report.md"));
+  // 2 cells x 2 tasks x 2 seeds + header.
+  const std::vector<std::string> rows = Lines(JoinPath(out, "results.csv"));
+  EXPECT_EQ(rows.size(), 2u * 2 * 2 + 1);
+  auto md = ReadFile(*report_);
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("## Finding"), std::string::npos);
+  EXPECT_NE(md->find("| tiny | SST-2 | single |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| tiny | MNLI-like | cross |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("Plainly:"), std::string::npos);
+  EXPECT_NE(md->find("## Held-out MLM perplexity"), std::string::npos);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    for (const char* f : {"accuracy_vs_params.png", "accuracy_vs_params.svg"}) {
+      auto size = FileSize(JoinPath(out, f));
+      ASSERT_TRUE(size.ok()) << f;
+      EXPECT_GT(*size, 1000) << f;
+    }
+  }
+}
+
+void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
+  const std::string out = config_->output;
+  const std::string done_t = JoinPath(out, "cells/transformer-tiny/cell.json");
+  const std::string done_g = JoinPath(out, "cells/gmlp-tiny/cell.json");
+  const int64_t t_before = MTimeNs(done_t);
+  ASSERT_GT(t_before, 0);
+  // Simulate a kill during the second cell's finetuning: its marker and one task are gone.
+  ASSERT_EQ(std::remove(done_g.c_str()), 0);
+  std::system(("rm -rf '" + JoinPath(out, "cells/gmlp-tiny/ft/MNLI-like") + "'").c_str());
+  const int64_t sst_before = MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
+  auto report = RunStudy(*config_);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(MTimeNs(done_t), t_before);  // finished cell untouched
+  EXPECT_EQ(MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json")), sst_before);
+  EXPECT_GT(MTimeNs(done_g), 0);  // the interrupted cell was finished
+  EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 2u * 2 * 2 + 1);
+  // Other settings in the same directory are refused with a clear message.
+  StudyConfig other = *config_;
+  other.pretrain_steps += 1;
+  auto refused = RunStudy(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("pretrain_steps"), std::string::npos);
+}
+
+void EndToEndTest::FinetuneThenPredict() {
+  FinetuneJob job;
+  job.task = "SST-2";
+  job.data_dir = JoinPath(kData, "glue/SST-2");
+  job.init = JoinPath(config_->output, "cells/gmlp-tiny/pretrain");
+  job.output = JoinPath(*dir_, "ft-sst2");
+  job.seeds = {3, 4};
+  job.max_train_examples = 64;
+  job.max_eval_examples = 50;
+  job.options.epochs = 1;
+  job.options.batch_size = 16;
+  job.options.max_len = 64;
+  job.options.quiet = true;
+  auto res = RunFinetune(job);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ((*res)["seeds"].size(), 2u);
+  EXPECT_TRUE((*res)["summary"]["dev"]["accuracy"].contains("median"));
+  EXPECT_TRUE(PathExists(JoinPath(job.output, "results.json")));
+  const std::vector<std::string> dev = Lines(JoinPath(job.output, "predictions/dev.tsv"));
+  EXPECT_EQ(dev.size(), 51u);
+  EXPECT_EQ(dev[0], "index\tprediction\tlabel");
+  const std::vector<std::string> sub = Lines(JoinPath(job.output, "submission/SST-2.tsv"));
+  ASSERT_EQ(sub.size(), 1822u);  // header + every test sentence
+  EXPECT_EQ(sub[0], "index\tprediction");
+  EXPECT_TRUE(sub[1] == "0\t0" || sub[1] == "0\t1") << sub[1];
+
+  auto model = LoadFinetunedModel(job.output);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto labels = PredictLines(*model, {"a gorgeous , witty , seductive movie .", "dull ."}, "<test>");
+  ASSERT_TRUE(labels.ok()) << labels.status();
+  ASSERT_EQ(labels->size(), 2u);
+  for (const std::string& l : *labels) EXPECT_TRUE(l == "0" || l == "1") << l;
+  // The saved model predicts what the best seed predicted on dev.
+  std::vector<std::string> dev_text;
+  std::vector<std::string> dev_pred;
+  auto split = ReadSplit(model->task, model->task.eval[0], job.data_dir);
+  ASSERT_TRUE(split.ok());
+  for (size_t i = 0; i < 50; ++i) dev_text.push_back(split->examples[i].text_a);
+  for (size_t i = 1; i < dev.size(); ++i) {
+    dev_pred.push_back(std::vector<std::string>(absl::StrSplit(dev[i], '\t'))[1]);
+  }
+  auto again = PredictLines(*model, dev_text, "<dev>");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, dev_pred);
+}
+
+void EndToEndTest::PredictPairTask() {
+  FinetuneJob job;
+  job.task_spec = GMLP_SOURCE_DIR "/finetune/tasks/MNLI-subset.json";
+  job.data_dir = kData;
+  job.init = JoinPath(config_->output, "cells/transformer-tiny/pretrain");
+  job.output = JoinPath(*dir_, "ft-mnli");
+  job.max_train_examples = 32;
+  job.max_eval_examples = 16;
+  job.options.epochs = 1;
+  job.options.max_len = 64;
+  job.options.quiet = true;
+  ASSERT_TRUE(RunFinetune(job).ok());
+  auto model = LoadFinetunedModel(job.output);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto ok = PredictLines(*model, {"A man sleeps.\tA person rests."}, "in.tsv");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE((*ok)[0] == "entailment" || (*ok)[0] == "neutral" || (*ok)[0] == "contradiction");
+  auto bad = PredictLines(*model, {"A man sleeps.\tA person rests.", "no tab here"}, "in.tsv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("in.tsv:2:"), std::string::npos) << bad.status();
+}
+
+// One test (one process under ctest): the study is the expensive part and every step reuses it.
+TEST_F(EndToEndTest, StudyFinetunePredict) {
+  {
+    SCOPED_TRACE("study outputs");
+    StudyWritesCsvReportAndPlot();
+  }
+  {
+    SCOPED_TRACE("finetune + predict, single sentence");
+    FinetuneThenPredict();
+  }
+  {
+    SCOPED_TRACE("finetune + predict, sentence pairs");
+    PredictPairTask();
+  }
+  {
+    SCOPED_TRACE("study resume");
+    StudyResumesWithoutRedoingFinishedCells();
+  }
+}
+
+}  // namespace
+}  // namespace gmlp::finetune

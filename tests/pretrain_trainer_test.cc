@@ -1,0 +1,323 @@
+// The trainer on one rank with the fake loader and tiny model: gradient accumulation,
+// checkpoints (atomic, pruned, failure-safe), exact resume, NaN handling, metrics.
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "pretrain/checkpoint.h"
+#include "pretrain/metrics.h"
+#include "pretrain/trainer.h"
+#include "tests/pretrain_test_util.h"
+
+namespace gmlp::pretrain {
+namespace {
+
+using testing::FakeLoader;
+using testing::TinyMlm;
+
+constexpr int64_t kVocab = 40;
+
+struct RunParts {
+  TinyMlm model{nullptr};
+  std::unique_ptr<FakeLoader> loader;
+  std::unique_ptr<FakeLoader> valid;
+  std::unique_ptr<Dist> dist;
+  std::unique_ptr<Trainer> trainer;
+};
+
+TrainConfig BaseConfig(const std::string& out_dir) {
+  TrainConfig c;
+  c.out_dir = out_dir;
+  c.micro_batch = 8;
+  c.global_batch = 8;
+  c.steps = 8;
+  c.lr = 5e-3;
+  c.warmup_steps = 2;
+  c.log_every = 1;
+  c.eval_every = 4;
+  c.eval_batches = 2;
+  c.checkpoint_every = 4;
+  return c;
+}
+
+// model_seed differs between runs that must end up equal through a checkpoint.
+RunParts MakeRun(const TrainConfig& c, uint64_t model_seed, double dropout = 0.1,
+            TrainerOptions extra = TrainerOptions()) {
+  RunParts r;
+  torch::manual_seed(model_seed);
+  r.model = TinyMlm(kVocab, 16, dropout);
+  r.loader = std::make_unique<FakeLoader>(kVocab, 10, c.micro_batch);
+  r.valid = std::make_unique<FakeLoader>(kVocab, 10, c.micro_batch, 0, 1, /*seed=*/99);
+  r.dist = *Dist::Connect(DistEnv{}, std::chrono::seconds(5));
+  extra.config = c;
+  extra.config_json = c.ToJson();
+  extra.quiet = true;
+  r.trainer = std::make_unique<Trainer>(extra, r.model.ptr(), testing::ForwardOf(r.model),
+                                        r.loader.get(), r.valid.get(), r.dist.get());
+  return r;
+}
+
+// step -> loss of the train records in a metrics file.
+std::map<int64_t, double> TrainLosses(const std::string& path) {
+  std::map<int64_t, double> out;
+  auto text = ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) continue;
+    if (j["type"] == "train") out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+  }
+  return out;
+}
+
+TEST(TrainerTest, AccumulationMatchesOneLargeBatch) {
+  const std::string dir = testing::FreshTempDir("accum");
+  TrainConfig big = BaseConfig(dir + "/big");
+  big.micro_batch = 8;
+  TrainConfig small = BaseConfig(dir + "/small");
+  small.micro_batch = 4;  // 2 accumulation steps
+  RunParts a = MakeRun(big, 1, /*dropout=*/0.0);
+  RunParts b = MakeRun(small, 1, /*dropout=*/0.0);
+  ASSERT_TRUE(a.trainer->Init().ok());
+  ASSERT_TRUE(b.trainer->Init().ok());
+  EXPECT_EQ(b.trainer->accumulation_steps(), 2);
+  for (int s = 0; s < 4; ++s) {
+    auto sa = a.trainer->TrainStep();
+    auto sb = b.trainer->TrainStep();
+    ASSERT_TRUE(sa.ok() && sb.ok());
+    EXPECT_NEAR(sa->loss, sb->loss, 1e-6);
+    EXPECT_NEAR(sa->grad_norm, sb->grad_norm, 1e-5);
+    EXPECT_EQ(sa->masked_tokens, sb->masked_tokens);
+  }
+  for (size_t i = 0; i < a.trainer->params().size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a.trainer->params()[i], b.trainer->params()[i], 1e-5, 1e-6));
+  }
+}
+
+TEST(TrainerTest, LossFallsOnALearnablePattern) {
+  const std::string dir = testing::FreshTempDir("learn");
+  TrainConfig c = BaseConfig(dir);
+  c.steps = 150;
+  c.lr = 1e-2;
+  c.warmup_steps = 10;
+  c.checkpoint_every = 0;
+  c.eval_every = 0;
+  RunParts r = MakeRun(c, 3, 0.0);
+  ASSERT_TRUE(r.trainer->Init().ok());
+  double first = 0, last = 0;
+  for (int s = 0; s < c.steps; ++s) {
+    auto st = r.trainer->TrainStep();
+    ASSERT_TRUE(st.ok());
+    if (s < 5) first += st->loss / 5;
+    if (s >= c.steps - 5) last += st->loss / 5;
+  }
+  EXPECT_LT(last, first - 1.0);
+  EXPECT_LT(last, std::log(kVocab) - 1.0);  // the "previous id + 1" pattern is learnt
+}
+
+// Train 8 steps straight; separately train 4 (+1 lost step, a crash after the checkpoint) and
+// resume a freshly initialised model from the checkpoint: the per-step losses in metrics.jsonl
+// and the final weights are bitwise equal (dropout on).
+TEST(TrainerTest, ResumeIsBitwiseExact) {
+  const std::string dir = testing::FreshTempDir("resume");
+  TrainConfig c = BaseConfig(dir + "/straight");
+  RunParts straight = MakeRun(c, 1);
+  ASSERT_TRUE(straight.trainer->Init().ok());
+  ASSERT_TRUE(straight.trainer->Run().ok());
+
+  TrainConfig c2 = BaseConfig(dir + "/interrupted");
+  {
+    // The same run, crashing inside step 6 (after the checkpoint at step 4 and step 5's log).
+    RunParts first = MakeRun(c2, 1);
+    int calls = 0;
+    TinyMlm m = first.model;
+    MlmForwardFn crashing = [&calls, m](const model::EncoderInput& in,
+                                        const torch::Tensor& idx) mutable {
+      if (m->is_training()) TORCH_CHECK(++calls <= 5, "simulated crash");
+      return m->forward(in, idx);
+    };
+    TrainerOptions o;
+    o.config = c2;
+    o.config_json = c2.ToJson();
+    o.quiet = true;
+    Trainer trainer(o, m.ptr(), crashing, first.loader.get(), first.valid.get(), first.dist.get());
+    ASSERT_TRUE(trainer.Init().ok());
+    absl::Status st = trainer.Run();
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("simulated crash"), std::string::npos) << st;
+  }
+  // A metrics file as a SIGKILL may leave it: a torn last line.
+  {
+    std::FILE* f = std::fopen((c2.out_dir + "/metrics.jsonl").c_str(), "a");
+    std::fputs("{\"type\":\"tra", f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(TrainLosses(c2.out_dir + "/metrics.jsonl").size(), 5u);
+  RunParts resumed = MakeRun(c2, /*model_seed=*/12345);
+  absl::Status init = resumed.trainer->Init(c2.out_dir);
+  ASSERT_TRUE(init.ok()) << init;
+  EXPECT_EQ(resumed.trainer->step(), 4);
+  ASSERT_TRUE(resumed.trainer->Run().ok());
+
+  const auto want = TrainLosses(c.out_dir + "/metrics.jsonl");
+  const auto got = TrainLosses(c2.out_dir + "/metrics.jsonl");
+  ASSERT_EQ(want.size(), 8u);
+  ASSERT_EQ(got.size(), 8u);
+  for (const auto& [step, loss] : want) EXPECT_EQ(got.at(step), loss) << "step " << step;
+  for (size_t i = 0; i < straight.trainer->params().size(); ++i) {
+    EXPECT_TRUE(torch::equal(straight.trainer->params()[i], resumed.trainer->params()[i]));
+  }
+}
+
+TEST(TrainerTest, KeepsTheNewestCheckpointsAndRefusesToOverwriteARun) {
+  const std::string dir = testing::FreshTempDir("keep");
+  TrainConfig c = BaseConfig(dir);
+  c.steps = 5;
+  c.checkpoint_every = 1;
+  c.keep_checkpoints = 2;
+  {
+    RunParts r = MakeRun(c, 1);
+    ASSERT_TRUE(r.trainer->Init().ok());
+    ASSERT_TRUE(r.trainer->Run().ok());
+  }
+  const auto list = ListCheckpoints(dir + "/checkpoints");
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].first, 4);
+  EXPECT_EQ(list[1].first, 5);
+  for (const char* f : {kConfigFile, kModelFile, kOptimizerFile, kStateFile}) {
+    EXPECT_TRUE(PathExists(JoinPath(list[1].second, f))) << f;
+  }
+  auto resolved = ResolveCheckpoint(dir);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(*resolved, list[1].second);
+  RunParts again = MakeRun(c, 1);
+  absl::Status st = again.trainer->Init();
+  EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(st.message().find("--resume"), std::string::npos) << st;
+}
+
+// A write failure in the middle of a checkpoint (the disk filling up) stops the run with an
+// error and leaves the previous checkpoint complete and no partial one.
+TEST(TrainerTest, FailedCheckpointWriteLeavesThePreviousIntact) {
+  const std::string dir = testing::FreshTempDir("diskfull");
+  TrainConfig c = BaseConfig(dir);
+  c.checkpoint_every = 2;
+  c.eval_every = 0;
+  TrainerOptions extra;
+  int checkpoints_started = 0;
+  extra.before_checkpoint_write = [&](const std::string& file) -> absl::Status {
+    if (file == kConfigFile) ++checkpoints_started;
+    if (checkpoints_started == 2 && file == kOptimizerFile) {
+      return absl::ResourceExhaustedError("optimizer.pt: write: No space left on device");
+    }
+    return absl::OkStatus();
+  };
+  RunParts r = MakeRun(c, 1, 0.1, extra);
+  ASSERT_TRUE(r.trainer->Init().ok());
+  absl::Status st = r.trainer->Run();
+  ASSERT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_NE(st.message().find("step_000002 is intact"), std::string::npos) << st;
+  const auto list = ListCheckpoints(dir + "/checkpoints");
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].first, 2);
+  int entries = 0;
+  for (const auto& p : {std::string("step_000002")}) entries += PathExists(dir + "/checkpoints/" + p);
+  EXPECT_EQ(entries, 1);
+  EXPECT_FALSE(PathExists(dir + "/checkpoints/step_000004"));
+  // Nothing half-written is left beside it.
+  auto again = MakeRun(c, 7);
+  absl::Status init = again.trainer->Init(dir);
+  ASSERT_TRUE(init.ok()) << init;
+  EXPECT_EQ(again.trainer->step(), 2);
+}
+
+TEST(TrainerTest, NonFiniteLossStopsAndKeepsTheLastCheckpoint) {
+  const std::string dir = testing::FreshTempDir("nan");
+  TrainConfig c = BaseConfig(dir);
+  c.checkpoint_every = 2;
+  c.eval_every = 0;
+  torch::manual_seed(1);
+  TinyMlm model(kVocab, 16, 0.0);
+  FakeLoader loader(kVocab, 10, 8);
+  auto dist = *Dist::Connect(DistEnv{}, std::chrono::seconds(5));
+  int calls = 0;
+  MlmForwardFn forward = [&](const model::EncoderInput& in, const torch::Tensor& idx) {
+    torch::Tensor logits = model->forward(in, idx);
+    return ++calls == 3 ? logits * std::nan("") : logits;
+  };
+  TrainerOptions o;
+  o.config = c;
+  o.quiet = true;
+  Trainer trainer(o, model.ptr(), forward, &loader, nullptr, dist.get());
+  ASSERT_TRUE(trainer.Init().ok());
+  absl::Status st = trainer.Run();
+  ASSERT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("step 3"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("not finite"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("step_000002"), std::string::npos) << st;
+  EXPECT_EQ(trainer.step(), 2);
+  // The weights were not touched by the bad step: they equal the checkpoint's.
+  TinyMlm check(kVocab, 16, 0.0);
+  absl::Status load = LoadNamedTensors(*check, dir + "/checkpoints/step_000002/model.pt");
+  ASSERT_TRUE(load.ok()) << load;
+  auto a = UniqueParameters(*model), b = UniqueParameters(*check);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+}
+
+TEST(TrainerTest, MetricsRecordsAndEvaluation) {
+  const std::string dir = testing::FreshTempDir("metrics");
+  TrainConfig c = BaseConfig(dir);
+  c.log_every = 2;
+  RunParts r = MakeRun(c, 1);
+  TrainerOptions unused;
+  ASSERT_TRUE(r.trainer->Init().ok());
+  ASSERT_TRUE(r.trainer->Run().ok());
+  auto text = ReadFile(dir + "/metrics.jsonl");
+  ASSERT_TRUE(text.ok());
+  int train = 0, eval = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "train") {
+      ++train;
+      for (const char* k : {"loss", "lr", "grad_norm", "tokens_per_s", "mfu", "data_wait_frac"}) {
+        EXPECT_TRUE(j.contains(k)) << k;
+      }
+      EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+      EXPECT_GE(j["data_wait_frac"].get<double>(), 0);
+      EXPECT_LE(j["data_wait_frac"].get<double>(), 1);
+    } else {
+      ++eval;
+      EXPECT_EQ(j["type"], "eval");
+      EXPECT_NEAR(j["eval_perplexity"].get<double>(), std::exp(j["eval_loss"].get<double>()), 1e-9);
+      EXPECT_GE(j["eval_accuracy"].get<double>(), 0);
+    }
+  }
+  EXPECT_EQ(train, 4);  // steps 2, 4, 6, 8
+  EXPECT_EQ(eval, 2);   // steps 4, 8
+  EXPECT_TRUE(PathExists(dir + "/config.json"));
+}
+
+TEST(CheckpointTest, NamesAndResolution) {
+  EXPECT_EQ(CheckpointName(42), "step_000042");
+  const std::string dir = testing::FreshTempDir("resolve");
+  EXPECT_EQ(ResolveCheckpoint(dir + "/nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolveCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
+  // A directory without state.json (a crash before the rename would not even leave one) is not
+  // a checkpoint.
+  ASSERT_TRUE(MakeDirs(dir + "/checkpoints/step_000010").ok());
+  EXPECT_TRUE(ListCheckpoints(dir + "/checkpoints").empty());
+}
+
+TEST(MetricsTest, FormatDuration) {
+  EXPECT_EQ(FormatDuration(45), "45s");
+  EXPECT_EQ(FormatDuration(192), "3m12s");
+  EXPECT_EQ(FormatDuration(3720), "1h02m");
+  EXPECT_GT(MeasureGemmPeakGflops(false, 0.05), 1.0);
+}
+
+}  // namespace
+}  // namespace gmlp::pretrain
