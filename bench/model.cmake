@@ -1,5 +1,5 @@
 # model_bench: forward+backward MLM-step throughput of every encoder (fp32 and bf16 autocast),
 # MFU against a GEMM peak measured in the same run, and a gMLP profile (see bench/RESULTS.md).
 add_executable(model_bench model_bench.cc)
-target_link_libraries(model_bench PRIVATE gmlp::model gmlp_torch absl::strings absl::str_format)
+target_link_libraries(model_bench PRIVATE gmlp::model gmlp_torch gmlp_bench_profile absl::strings absl::str_format)
 gmlp_use_torch_pch(model_bench)

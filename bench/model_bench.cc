@@ -9,9 +9,7 @@
 // Dropout is 0 throughout (so both gMLP formulations compute the same loss).
 //
 // Usage: model_bench [--presets=tiny,small] [--steps=4] [--rounds=2] [--threads=2]
-#include <ATen/autocast_mode.h>
 #include <time.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -27,6 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/op_profile.h"
+#include "common/process.h"
+#include "model/autocast.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/heads.h"
@@ -87,24 +88,6 @@ Batch MakeBatch(const EncoderConfig& c, int64_t B, int64_t n) {
   return batch;
 }
 
-// Autocast on for the lifetime of the object.
-class Bf16Autocast {
- public:
-  explicit Bf16Autocast(bool on) : on_(on) {
-    if (!on_) return;
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  }
-  ~Bf16Autocast() {
-    if (!on_) return;
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool on_;
-};
-
 // A step function: forward + loss + backward, returns the loss.
 using StepFn = std::function<double(bool bf16)>;
 
@@ -112,7 +95,7 @@ double MlmStep(MlmModel& model, const Batch& batch, bool bf16) {
   model->zero_grad();
   torch::Tensor loss;
   {
-    Bf16Autocast autocast(bf16);
+    AutocastScope autocast(bf16);
     loss = torch::cross_entropy_loss(model->forward(batch.input, batch.masked_M).to(torch::kFloat),
                                      batch.targets_M);
   }
@@ -137,7 +120,7 @@ double NaiveGmlpStep(MlmModel& model, const std::vector<torch::Tensor>& u_weight
   };
   torch::Tensor loss;
   {
-    Bf16Autocast autocast(bf16);
+    AutocastScope autocast(bf16);
     const auto& ids = batch.input.input_ids;
     const int64_t B = ids.size(0), n = ids.size(1);
     torch::Tensor x =
@@ -177,75 +160,6 @@ std::pair<double, double> TimeSteps(const StepFn& step, bool bf16, int steps) {
   return {Seconds(t0, Clock::now()) / steps, (CpuSeconds() - c0) / steps};
 }
 
-// Self CPU time per op name over one profiled step (the legacy profiler's push/pop ranges,
-// children's time subtracted), sorted descending.
-std::vector<std::pair<std::string, double>> ProfileStep(const StepFn& step, bool bf16) {
-  step(bf16);
-  namespace prof = torch::autograd::profiler;
-  prof::enableProfilerLegacy(prof::ProfilerConfig(prof::ProfilerState::CPU));
-  step(bf16);
-  const prof::thread_event_lists lists = prof::disableProfilerLegacy();
-  std::map<std::string, double> self_us;
-  for (const auto& events : lists) {
-    struct Open {
-      const prof::LegacyEvent* push;
-      double children_us;
-    };
-    std::vector<Open> stack;
-    for (const auto& e : events) {
-      if (e.kind() == prof::EventKind::PushRange) {
-        stack.push_back({&e, 0.0});
-      } else if (e.kind() == prof::EventKind::PopRange && !stack.empty()) {
-        const Open open = stack.back();
-        stack.pop_back();
-        const double total = open.push->cpuElapsedUs(e);
-        std::string name = open.push->name();
-        // Copies and fills are attributed to the op that made them (addmm's bias broadcast,
-        // a backward's zero buffer, ...), which is what tells avoidable ones apart.
-        if ((name == "aten::copy_" || name == "aten::fill_") && !stack.empty()) {
-          name += absl::StrCat(" <- ", stack.back().push->name());
-        }
-        self_us[name] += total - open.children_us;
-        if (!stack.empty()) stack.back().children_us += total;
-      }
-    }
-  }
-  std::vector<std::pair<std::string, double>> sorted(self_us.begin(), self_us.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second > b.second; });
-  return sorted;
-}
-
-void PrintProfile(const std::string& title,
-                  const std::vector<std::pair<std::string, double>>& ops) {
-  double total = 0.0;
-  for (const auto& [name, us] : ops) total += us;
-  // Shares by op name; copy_/fill_ entries carry " <- parent", so match their prefix.
-  auto share = [&](std::initializer_list<const char*> names) {
-    double s = 0.0;
-    for (const auto& [name, us] : ops) {
-      const std::string base = name.substr(0, name.find(" <- "));
-      for (const char* n : names) {
-        if (base == n) s += us;
-      }
-    }
-    return s / total;
-  };
-  std::printf("\n%s: %.1f ms of op self time in one step\n", title.c_str(), total / 1e3);
-  std::printf(
-      "  GEMM (addmm/mm/bmm): %.1f%%   copies (copy_/cat/clone/contiguous): %.1f%%   "
-      "fills (fill_/zero_): %.1f%%\n",
-      100 * share({"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm"}),
-      100 * share({"aten::copy_", "aten::cat", "aten::clone", "aten::_cat", "aten::contiguous",
-                   "aten::stack"}),
-      100 * share({"aten::fill_", "aten::zero_"}));
-  int shown = 0;
-  for (const auto& [name, us] : ops) {
-    if (shown++ == 18) break;
-    std::printf("  %-56s %7.2f ms %5.1f%%\n", name.c_str(), us / 1e3, 100 * us / total);
-  }
-}
-
 int Main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a run cut short still shows its lines
   std::vector<std::string> sizes = {"tiny", "small"};
@@ -274,6 +188,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
+  KeepFreedMemoryInProcess();
   torch::set_num_threads(threads);
   const int64_t B = 32, n = 128;
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
@@ -403,8 +318,8 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     // Profiles of the first size only (gMLP and its eager-style port), to bound the run time.
     if (rows[i].name.rfind("gmlp-" + sizes.front(), 0) != 0) continue;
-    PrintProfile(rows[i].name + " fp32", ProfileStep(rows[i].step, false));
-    PrintProfile(rows[i].name + " bf16", ProfileStep(rows[i].step, true));
+    bench::PrintOpProfile(rows[i].name + " fp32", bench::ProfileOps([&] { rows[i].step(false); }));
+    bench::PrintOpProfile(rows[i].name + " bf16", bench::ProfileOps([&] { rows[i].step(true); }));
   }
   return 0;
 }

@@ -1,6 +1,6 @@
 # Pretraining throughput (tokens/s, MFU) and weak scaling; bench/pretrain_bench.sh runs it beside
 # the PyTorch eager reference bench/pretrain_reference.py.
 add_executable(pretrain_bench pretrain_bench.cc)
-target_link_libraries(pretrain_bench PRIVATE gmlp::pretrain gmlp::model gmlp_torch absl::flags
+target_link_libraries(pretrain_bench PRIVATE gmlp::pretrain gmlp::model gmlp_torch gmlp_bench_profile absl::flags
                       absl::flags_parse)
 gmlp_use_torch_pch(pretrain_bench)

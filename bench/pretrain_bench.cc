@@ -7,33 +7,43 @@
 //                  [--threads=2] [--bf16] [--config_out=FILE]
 // Under RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT it runs data-parallel (weak scaling: --batch
 // is per rank).
+#include <torch/torch.h>
+
 #include <chrono>
 #include <cstdio>
 #include <random>
 
-#include <torch/torch.h>
-
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/op_profile.h"
 #include "common/file_util.h"
+#include "common/process.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/heads.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/dist.h"
 #include "pretrain/metrics.h"
+#include "pretrain/run.h"
 #include "pretrain/trainer.h"
 #include "tokenizer/tokenizer.h"
 
 ABSL_FLAG(std::string, preset, "gmlp-tiny", "Encoder preset.");
 ABSL_FLAG(int64_t, vocab, 8192, "Vocabulary size.");
 ABSL_FLAG(int64_t, seq_len, 128, "Sequence length.");
+ABSL_FLAG(double, dropout, -1, "Dropout override (default: the preset's).");
 ABSL_FLAG(int64_t, batch, 32, "Sequences per rank per step.");
 ABSL_FLAG(int, steps, 20, "Timed steps.");
 ABSL_FLAG(int, warmup, 3, "Untimed steps first.");
 ABSL_FLAG(int, threads, 2, "Intra-op threads.");
 ABSL_FLAG(bool, bf16, false, "bf16 autocast.");
 ABSL_FLAG(std::string, config_out, "", "Write the resolved EncoderConfig JSON here.");
+ABSL_FLAG(bool, profile, false,
+          "Print a per-op profile of one training step (to stderr's side: "
+          "after the JSON line, on stdout).");
+ABSL_FLAG(bool, keep_freed_memory, true,
+          "Apply gmlp's allocator setting (KeepFreedMemoryInProcess), as `gmlp pretrain` does; "
+          "false shows glibc's default behaviour.");
 
 namespace gmlp::pretrain {
 namespace {
@@ -69,6 +79,7 @@ class FixedLoader : public data::MlmLoader {
 };
 
 int Main() {
+  if (absl::GetFlag(FLAGS_keep_freed_memory)) KeepFreedMemoryInProcess();
   torch::set_num_threads(absl::GetFlag(FLAGS_threads));
   auto env = DistEnvFromEnvironment();
   if (!env.ok()) {
@@ -82,6 +93,7 @@ int Main() {
   }
   config->vocab_size = absl::GetFlag(FLAGS_vocab);
   config->max_seq_len = absl::GetFlag(FLAGS_seq_len);
+  if (absl::GetFlag(FLAGS_dropout) >= 0) config->dropout = absl::GetFlag(FLAGS_dropout);
   if (!absl::GetFlag(FLAGS_config_out).empty()) {
     (void)WriteFileAtomic(absl::GetFlag(FLAGS_config_out), config->ToJson().dump(2));
   }
@@ -93,6 +105,8 @@ int Main() {
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   torch::manual_seed(1);
   model::MlmModel mlm(*config);
+  const torch::Device device = TrainingDevice(*env);  // a GPU per rank on a CUDA build
+  mlm->to(device);
   FixedLoader loader(config->vocab_size, config->max_seq_len, batch, env->rank);
   TrainerOptions o;
   o.config.out_dir = "/tmp/gmlp_pretrain_bench_unused";
@@ -103,11 +117,12 @@ int Main() {
   o.config.warmup_steps = 0;
   o.config.bf16 = absl::GetFlag(FLAGS_bf16);
   o.quiet = true;
-  Trainer trainer(o, mlm.ptr(),
-                  [mlm](const model::EncoderInput& in, const torch::Tensor& idx) mutable {
-                    return mlm->forward(in, idx);
-                  },
-                  &loader, nullptr, dist->get());
+  Trainer trainer(
+      o, mlm.ptr(),
+      [mlm](const model::EncoderInput& in, const torch::Tensor& idx) mutable {
+        return mlm->forward(in, idx);
+      },
+      &loader, nullptr, dist->get());
   // Init refuses an out_dir with checkpoints; this one never gets any.
   absl::Status st = trainer.Init();
   if (!st.ok()) {
@@ -121,7 +136,7 @@ int Main() {
   for (int i = 0; i < steps; ++i) loss = trainer.TrainStep()->loss;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double peak = MeasureGemmPeakGflops(o.config.bf16, 0.5);
+  const double peak = MeasureGemmPeakGflops(o.config.bf16, 0.5, device);
   const double tokens_per_s =
       static_cast<double>(batch * config->max_seq_len * env->world_size) * steps / elapsed;
   const double flops = model::TrainingFlopsPerToken(*config, config->max_seq_len, 0.15);
@@ -129,9 +144,11 @@ int Main() {
     nlohmann::json r = {{"impl", "libtorch"},
                         {"preset", absl::GetFlag(FLAGS_preset)},
                         {"arch", config->arch},
+                        {"device", device.str()},
                         {"bf16", o.config.bf16},
                         {"world_size", env->world_size},
                         {"threads", absl::GetFlag(FLAGS_threads)},
+                        {"keep_freed_memory", absl::GetFlag(FLAGS_keep_freed_memory)},
                         {"batch_per_rank", batch},
                         {"tokens_per_s", tokens_per_s},
                         {"step_ms", 1000 * elapsed / steps},
@@ -142,6 +159,14 @@ int Main() {
                         {"buckets", trainer.grad_sync().num_buckets()},
                         {"loss", loss}};
     std::printf("%s\n", r.dump().c_str());
+  }
+  if (absl::GetFlag(FLAGS_profile)) {
+    const auto ops = bench::ProfileOps([&] { (void)trainer.TrainStep(); });
+    if (env->rank == 0) {
+      bench::PrintOpProfile(absl::GetFlag(FLAGS_preset) + (o.config.bf16 ? " bf16" : " fp32") +
+                                " training step (forward, backward, clipping, optimizer)",
+                            ops, 30);
+    }
   }
   return 0;
 }

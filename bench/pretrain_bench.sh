@@ -5,6 +5,11 @@
 # thread at the same per-rank batch. Prints a Markdown table of medians; raw JSON lines go to
 # $OUT (default /tmp/gmlp_pretrain_bench.jsonl).
 #
+# PyTorch runs twice per pair: as users run it (glibc's default malloc, which on this VM hands
+# every large freed buffer back to the kernel and page-faults it in again next step), and with
+# GLIBC_TUNABLES giving it the same allocator behaviour gmlp sets for itself through mallopt
+# (common/process.h). The second is the engine-to-engine comparison.
+#
 #   BUILD_DIR=build ROUNDS=3 STEPS=10 bash bench/pretrain_bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +30,13 @@ run_pair() {  # preset vocab bf16(0|1)
   "$BENCH" --preset="$preset" --vocab="$vocab" --steps="$STEPS" --threads="$THREADS" $flag \
     --config_out="$TMP/$preset.json" | sed "s/^{/{\"round\":$r,/" >> "$OUT"
   /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
-    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",/" >> "$OUT"
+    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"default\",/" >> "$OUT"
+  GLIBC_TUNABLES=$SAME_MALLOC \
+    /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
+    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
 }
+# gmlp's mallopt (common/process.h): no mmap below 1 GiB, no trimming below 1 GiB.
+SAME_MALLOC=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 
 for r in $(seq 1 "$ROUNDS"); do
   for bf16 in 0 1; do
@@ -51,8 +61,8 @@ done
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def med(xs): return statistics.median(xs) if xs else float("nan")
-print("| preset | precision | LibTorch tok/s | PyTorch tok/s | ratio (median of per-round) | MFU LibTorch | MFU PyTorch |")
-print("|---|---|---|---|---|---|---|")
+print("| preset | precision | gmlp tok/s | MFU | PyTorch tok/s (default malloc) | ratio | PyTorch tok/s (same malloc) | ratio | MFU |")
+print("|---|---|---|---|---|---|---|---|---|")
 keys = []
 for r in rows:
     if "scaling" in r: continue
@@ -60,13 +70,20 @@ for r in rows:
     if k not in keys: keys.append(k)
 for preset, bf16 in keys:
     ours = {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16 and r["impl"] == "libtorch" and "scaling" not in r}
-    ref = {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16 and r["impl"] == "pytorch"}
-    rounds = sorted(set(ours) & set(ref))
-    ratio = med([ours[i]["tokens_per_s"] / ref[i]["tokens_per_s"] for i in rounds])
-    t_o = med([ours[i]["tokens_per_s"] for i in rounds]); t_r = med([ref[i]["tokens_per_s"] for i in rounds])
+    def ref(malloc):
+        return {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16
+                and r["impl"] == "pytorch" and r.get("malloc") == malloc}
+    dflt, same = ref("default"), ref("same")
+    rounds = sorted(set(ours) & set(dflt) & set(same))
+    if not rounds: continue
+    def ratio(other):  # median of the per-round ratios
+        return med([ours[i]["tokens_per_s"] / other[i]["tokens_per_s"] for i in rounds])
+    def tps(d): return med([d[i]["tokens_per_s"] for i in rounds])
     fpt = ours[rounds[0]]["flops_per_token"]; peak = med([ours[i]["peak_gflops"] for i in rounds])
-    print(f"| {preset} | {'bf16' if bf16 else 'fp32'} | {t_o:.0f} | {t_r:.0f} | {ratio:.2f}x | "
-          f"{fpt * t_o / peak / 1e9:.2f} | {fpt * t_r / peak / 1e9:.2f} |")
+    mfu = lambda t: fpt * t / peak / 1e9
+    print(f"| {preset} | {'bf16' if bf16 else 'fp32'} | {tps(ours):.0f} | {mfu(tps(ours)):.2f} | "
+          f"{tps(dflt):.0f} | {ratio(dflt):.2f}x | {tps(same):.0f} | {ratio(same):.2f}x | "
+          f"{mfu(tps(same)):.2f} |")
 one = {r["round"]: r for r in rows if r.get("scaling") == 1}
 two = {r["round"]: r for r in rows if r.get("scaling") == 2}
 eff = [two[i]["tokens_per_s"] / (2 * one[i]["tokens_per_s"]) for i in sorted(set(one) & set(two))]

@@ -16,6 +16,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm computed in fp32: PyTorch 1.13's CPU autocast passes bf16 activations to
+    layer_norm with fp32 weights, which fails; the C++ encoders keep LayerNorm in fp32 too."""
+
+    def forward(self, x):
+        return F.layer_norm(x.float(), self.normalized_shape, self.weight, self.bias, self.eps)
+
+
 class Embeddings(nn.Module):
     def __init__(self, c, with_position):
         super().__init__()
@@ -23,7 +31,7 @@ class Embeddings(nn.Module):
         self.token = nn.Embedding(c["vocab_size"], d)
         self.segment = nn.Embedding(c["type_vocab_size"], d)
         self.position = nn.Embedding(c["max_seq_len"], d) if with_position else None
-        self.norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        self.norm = LayerNorm(d, eps=c["layer_norm_eps"])
         self.drop = nn.Dropout(c["dropout"])
 
     def forward(self, ids):
@@ -40,9 +48,9 @@ class GmlpBlock(nn.Module):
         super().__init__()
         d, f, n = c["d_model"], c["d_ffn"], c["max_seq_len"]
         g = f // 2
-        self.norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        self.norm = LayerNorm(d, eps=c["layer_norm_eps"])
         self.proj_in = nn.Linear(d, f)
-        self.sgu_norm = nn.LayerNorm(g, eps=c["layer_norm_eps"])
+        self.sgu_norm = LayerNorm(g, eps=c["layer_norm_eps"])
         eps = c["sgu_init_eps"] / n
         self.spatial_weight = nn.Parameter(torch.empty(n, n).uniform_(-eps, eps))
         self.spatial_bias = nn.Parameter(torch.ones(n))
@@ -78,10 +86,10 @@ class TransformerLayer(nn.Module):
         self.heads = c["n_heads"]
         self.qkv = nn.Linear(d, 3 * d)
         self.attn_out = nn.Linear(d, d)
-        self.norm1 = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        self.norm1 = LayerNorm(d, eps=c["layer_norm_eps"])
         self.ff1 = nn.Linear(d, f)
         self.ff2 = nn.Linear(f, d)
-        self.norm2 = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        self.norm2 = LayerNorm(d, eps=c["layer_norm_eps"])
         self.drop = nn.Dropout(c["dropout"])
 
     def forward(self, x):
@@ -105,9 +113,9 @@ class MlmModel(nn.Module):
             self.final_norm = nn.Identity()
         else:
             self.layers = nn.ModuleList([GmlpBlock(c, arch == "amlp") for _ in range(c["n_layers"])])
-            self.final_norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+            self.final_norm = LayerNorm(d, eps=c["layer_norm_eps"])
         self.head_dense = nn.Linear(d, d)
-        self.head_norm = nn.LayerNorm(d, eps=c["layer_norm_eps"])
+        self.head_norm = LayerNorm(d, eps=c["layer_norm_eps"])
         self.head_bias = nn.Parameter(torch.zeros(c["vocab_size"]))
         # BERT's init, as the C++ encoders: N(0, init_std^2) weights, zero biases.
         for m in self.modules():

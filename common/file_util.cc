@@ -19,7 +19,8 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   const int err = errno;
   std::string msg = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(msg);
-  if (err == ENOSPC) return absl::ResourceExhaustedError(absl::StrCat(msg, " (free some disk space)"));
+  if (err == ENOSPC)
+    return absl::ResourceExhaustedError(absl::StrCat(msg, " (free some disk space)"));
   return absl::UnknownError(msg);
 }
 
@@ -132,8 +133,8 @@ absl::StatusOr<std::vector<std::string>> ExpandGlobs(const std::vector<std::stri
     const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       ::globfree(&g);
-      return absl::NotFoundError(
-          absl::StrCat(pattern, ": no such file (and no file matches it as a glob); check the path"));
+      return absl::NotFoundError(absl::StrCat(
+          pattern, ": no such file (and no file matches it as a glob); check the path"));
     }
     if (rc != 0) {
       ::globfree(&g);
