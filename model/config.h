@@ -4,10 +4,9 @@
 #define GMLP_MODEL_CONFIG_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,22 +19,22 @@ struct EncoderConfig {
   // (same code path, see gmlp.h).
   std::string arch = "gmlp";
   int64_t vocab_size = 8192;
-  int64_t max_seq_len = 128;     // n: the spatial projection is n x n; shorter inputs are allowed
-  int64_t type_vocab_size = 2;   // segment ids
+  int64_t max_seq_len = 128;    // n: the spatial projection is n x n; shorter inputs are allowed
+  int64_t type_vocab_size = 2;  // segment ids
   int64_t d_model = 128;
   int64_t n_layers = 4;
   // gMLP/aMLP: output width of U (Z is d_ffn wide; split halves are d_ffn/2).
   // Transformer: feed-forward hidden width. Mixer: channel-MLP hidden width.
   int64_t d_ffn = 768;
-  int64_t n_heads = 2;             // transformer only
-  std::string sgu = "split";       // split | multiplicative | additive | linear (gmlp/amlp)
-  int64_t attn_size = 64;          // amlp: tiny attention head size
+  int64_t n_heads = 2;               // transformer only
+  std::string sgu = "split";         // split | multiplicative | additive | linear (gmlp/amlp)
+  int64_t attn_size = 64;            // amlp: tiny attention head size
   std::string attn_input = "block";  // amlp: "block" (LN(x), the paper) or "expanded" (Z)
-  int64_t token_mlp_dim = 256;     // mixer: hidden width of the MLP over the sequence axis
-  bool pre_ln = false;             // transformer: BERT is post-LN
+  int64_t token_mlp_dim = 256;       // mixer: hidden width of the MLP over the sequence axis
+  bool pre_ln = false;               // transformer: BERT is post-LN
   double dropout = 0.1;
   double layer_norm_eps = 1e-12;
-  double init_std = 0.02;          // normal init of dense and embedding weights
+  double init_std = 0.02;  // normal init of dense and embedding weights
   // SGU spatial weight W ~ U(-sgu_init_eps / n, sgu_init_eps / n), b = 1 (paper Sec. 2.1).
   double sgu_init_eps = 1e-3;
 

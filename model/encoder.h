@@ -3,9 +3,9 @@
 #ifndef GMLP_MODEL_ENCODER_H_
 #define GMLP_MODEL_ENCODER_H_
 
-#include <memory>
-
 #include <torch/torch.h>
+
+#include <memory>
 
 #include "model/config.h"
 

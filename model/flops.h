@@ -11,8 +11,8 @@
 namespace gmlp::model {
 
 struct ParamCount {
-  int64_t total = 0;          // encoder only (embeddings included), no task head
-  int64_t embedding = 0;      // token + segment (+ position) embeddings and their LayerNorm
+  int64_t total = 0;      // encoder only (embeddings included), no task head
+  int64_t embedding = 0;  // token + segment (+ position) embeddings and their LayerNorm
   int64_t non_embedding() const { return total - embedding; }
 };
 

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "model/dropout.h"
+
 namespace gmlp::model {
 
 int64_t GateWidth(const EncoderConfig& config) {
@@ -96,7 +98,7 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
       s_NG = gate_NF;
     }
   }
-  return x_ND + torch::dropout(out_(s_NG), config_.dropout, is_training());
+  return x_ND + Dropout(out_(s_NG), config_.dropout, is_training());
 }
 
 GmlpEncoderImpl::GmlpEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {

@@ -1,6 +1,7 @@
 // MLM head, MLM model and sequence classifier (see heads.h).
 #include "model/heads.h"
 
+#include "model/dropout.h"
 #include "model/layers.h"
 
 namespace gmlp::model {
@@ -60,14 +61,14 @@ SequenceClassifierImpl::SequenceClassifierImpl(std::shared_ptr<EncoderImpl> enco
   const EncoderConfig& config = encoder->config();
   encoder_ = register_module("encoder", std::move(encoder));
   pooler_ = register_module("pooler", MakeLinear(config.d_model, config.d_model, config.init_std));
-  dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
+  dropout_ = config.dropout;
   out_ = register_module("out", MakeLinear(config.d_model, num_outputs, config.init_std));
 }
 
 torch::Tensor SequenceClassifierImpl::forward(const EncoderInput& input) {
   // Only position 0 is read, so only its row gets the final LayerNorm.
   const torch::Tensor cls_BD = encoder_->final_norm(encoder_->forward_features(input).select(1, 0));
-  return out_(dropout_(torch::tanh(pooler_(cls_BD))));
+  return out_(Dropout(torch::tanh(pooler_(cls_BD)), dropout_, is_training()));
 }
 
 }  // namespace gmlp::model

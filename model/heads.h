@@ -3,9 +3,9 @@
 #ifndef GMLP_MODEL_HEADS_H_
 #define GMLP_MODEL_HEADS_H_
 
-#include <memory>
-
 #include <torch/torch.h>
+
+#include <memory>
 
 #include "model/encoder.h"
 #include "model/layers.h"
@@ -55,7 +55,7 @@ class SequenceClassifierImpl : public torch::nn::Module {
  private:
   std::shared_ptr<EncoderImpl> encoder_;
   torch::nn::Linear pooler_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  double dropout_ = 0.0;
   torch::nn::Linear out_{nullptr};
 };
 TORCH_MODULE(SequenceClassifier);

@@ -1,6 +1,8 @@
 // Token-mixing MLP blocks and encoder (see mixer.h).
 #include "model/mixer.h"
 
+#include "model/dropout.h"
+
 namespace gmlp::model {
 
 MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dropout) {
@@ -31,9 +33,9 @@ torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch&
       torch::gelu(torch::addmm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
   const torch::Tensor y_ND =
       torch::addmm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
-  const torch::Tensor x1_ND = x_ND + torch::dropout(y_ND, dropout_, train);
+  const torch::Tensor x1_ND = x_ND + Dropout(y_ND, dropout_, train);
   const torch::Tensor c_ND = channel_out_(torch::gelu(channel_in_(channel_norm_(x1_ND))));
-  return x1_ND + torch::dropout(c_ND, dropout_, train);
+  return x1_ND + Dropout(c_ND, dropout_, train);
 }
 
 MixerEncoderImpl::MixerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {

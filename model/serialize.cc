@@ -15,10 +15,10 @@ absl::Status SaveModule(const torch::nn::Module& module, const std::string& path
   try {
     torch::serialize::OutputArchive archive;
     for (const auto& item : module.named_parameters(/*recurse=*/true)) {
-      archive.write(item.key(), item.value().detach(), /*is_buffer=*/false);
+      archive.write(item.key(), item.value().detach().cpu(), /*is_buffer=*/false);
     }
     for (const auto& item : module.named_buffers(/*recurse=*/true)) {
-      archive.write(item.key(), item.value().detach(), /*is_buffer=*/true);
+      archive.write(item.key(), item.value().detach().cpu(), /*is_buffer=*/true);
     }
     archive.save_to(bytes);
   } catch (const c10::Error& e) {
@@ -36,7 +36,7 @@ absl::Status LoadModule(torch::nn::Module& module, const std::string& path,
   }
   torch::serialize::InputArchive archive;
   try {
-    archive.load_from(path);
+    archive.load_from(path, torch::kCPU);  // GPU-trained weights load anywhere
   } catch (const c10::Error& e) {
     return absl::DataLossError(
         absl::StrCat("cannot read weights file ", path,

@@ -2,9 +2,9 @@
 #ifndef GMLP_MODEL_SERIALIZE_H_
 #define GMLP_MODEL_SERIALIZE_H_
 
-#include <string>
-
 #include <torch/torch.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "model/dropout.h"
+
 namespace gmlp::model {
 
 TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
@@ -28,7 +30,7 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
   torch::Tensor scores_BHnn = torch::matmul(q_BHnK, k_BHnK.transpose(2, 3));
   if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
   const torch::Tensor probs_BHnn =
-      torch::dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
+      Dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
   // (B, H, n, k) -> (n, B, H, k) -> (N, d): back to the sequence-major rows.
   const torch::Tensor o_ND =
       torch::matmul(probs_BHnn, v_BHnK).permute({2, 0, 1, 3}).reshape({n * B, d});
@@ -40,12 +42,12 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x_ND, const Seq
   const bool train = is_training();
   if (pre_ln_) {
     const torch::Tensor y_ND =
-        x_ND + torch::dropout(SelfAttention(attn_norm_(x_ND), batch), dropout_, train);
-    return y_ND + torch::dropout(ffn(ffn_norm_(y_ND)), dropout_, train);
+        x_ND + Dropout(SelfAttention(attn_norm_(x_ND), batch), dropout_, train);
+    return y_ND + Dropout(ffn(ffn_norm_(y_ND)), dropout_, train);
   }
   const torch::Tensor y_ND =
-      attn_norm_(x_ND + torch::dropout(SelfAttention(x_ND, batch), dropout_, train));
-  return ffn_norm_(y_ND + torch::dropout(ffn(y_ND), dropout_, train));
+      attn_norm_(x_ND + Dropout(SelfAttention(x_ND, batch), dropout_, train));
+  return ffn_norm_(y_ND + Dropout(ffn(y_ND), dropout_, train));
 }
 
 TransformerEncoderImpl::TransformerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {

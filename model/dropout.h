@@ -1,0 +1,28 @@
+// Inverted dropout with a counter-based mask, for the encoders' training passes.
+//
+// torch::dropout on CPU draws a Bernoulli mask element by element from one mt19937 stream
+// (LibTorch without MKL: single-threaded, ~10 ns per element) and keeps the mask for backward.
+// Here the mask bit of element i is a pure function of (seed, i): SplitMix64 of the i-th
+// counter, kept when its top 32 bits are >= p * 2^32. So the mask is made on all intra-op
+// threads, is never stored (backward recomputes it from the seed), and one 64-bit seed per call,
+// drawn from LibTorch's default CPU generator, keeps runs reproducible under torch::manual_seed
+// (and the pretrainer's per-step reseeding). Measured: bench/RESULTS.md (Pretraining).
+#ifndef GMLP_MODEL_DROPOUT_H_
+#define GMLP_MODEL_DROPOUT_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace gmlp::model {
+
+// x unchanged when !train or p == 0; else x * mask / (1 - p), differentiable. CPU tensors of
+// any floating type; on other devices this is torch::dropout.
+torch::Tensor Dropout(const torch::Tensor& x, double p, bool train);
+
+// The mask kernel itself, exposed for tests: out = x * keep(seed, i) / (1 - p), x contiguous.
+torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed);
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_DROPOUT_H_
