@@ -1,13 +1,12 @@
 #include "cli/flags.h"
 
-#include <malloc.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
-
-#include <torch/torch.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -16,7 +15,9 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/process.h"
 
 ABSL_FLAG(int, threads, 0,
           "Intra-op (LibTorch) and worker threads; 0 = all cores of this machine. LibTorch "
@@ -25,18 +26,49 @@ ABSL_FLAG(int, threads, 0,
 namespace gmlp::cli {
 namespace {
 
-std::vector<std::string>* g_flag_files = nullptr;
+bool IsHelpFlag(absl::string_view name) {
+  return name == "help" || name == "helpfull" || name == "helpshort" || name == "h";
+}
 
-bool IsOwnFlagFile(absl::string_view file) {
-  if (g_flag_files != nullptr) {
-    for (const std::string& f : *g_flag_files) {
-      if (absl::EndsWith(file, f)) return true;
-    }
+// Abseil's own flags, handled by absl::ParseCommandLine for every subcommand.
+bool IsBuiltinFlag(absl::string_view name) {
+  return name == "version" || name == "helpon" || name == "helpmatch" || name == "helppackage" ||
+         name == "flagfile" || name == "fromenv" || name == "tryfromenv" || name == "undefok";
+}
+
+// "--name (help); default: X; currently: Y;" wrapped at 80 columns, as Abseil prints flags.
+void PrintFlag(const absl::CommandLineFlag& flag, std::FILE* out) {
+  std::string text =
+      absl::StrCat("--", flag.Name(), " (", flag.Help(),
+                   "); default: ", flag.DefaultValue().empty() ? "\"\"" : flag.DefaultValue(), ";");
+  if (flag.CurrentValue() != flag.DefaultValue()) {
+    absl::StrAppend(
+        &text, " currently: ", flag.CurrentValue().empty() ? "\"\"" : flag.CurrentValue(), ";");
   }
-  return absl::EndsWith(file, "cli/flags.cc") || absl::EndsWith(file, "cli/shared_flags.cc");
+  std::string line = "    ";
+  bool first = true;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!first && line.size() + 1 + word.size() > 80) {
+      std::fprintf(out, "%s\n", line.c_str());
+      line = "      ";
+    } else if (!first) {
+      line += ' ';
+    }
+    absl::StrAppend(&line, word);
+    first = false;
+  }
+  std::fprintf(out, "%s\n", line.c_str());
 }
 
 }  // namespace
+
+bool SubcommandFlags::Accepts(const absl::CommandLineFlag& flag) const {
+  if (absl::EndsWith(flag.Filename(), "/" + main_file) || flag.Filename() == main_file) {
+    return true;
+  }
+  if (flag.Name() == "threads") return true;  // cli/flags.cc: every subcommand
+  return std::find(borrowed.begin(), borrowed.end(), flag.Name()) != borrowed.end();
+}
 
 int NumThreads() {
   const int t = absl::GetFlag(FLAGS_threads);
@@ -45,39 +77,42 @@ int NumThreads() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-std::vector<std::string> ParseSubcommandFlags(int argc, char** argv, absl::string_view main_file,
-                                              absl::string_view usage) {
-  return ParseSubcommandFlags(argc, argv, std::vector<std::string>{std::string(main_file)}, usage);
+void PrintSubcommandHelp(const SubcommandFlags& flags, absl::string_view usage, std::FILE* out) {
+  std::fprintf(out, "%s\n\nFlags:\n", std::string(usage).c_str());
+  std::vector<const absl::CommandLineFlag*> accepted;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (flags.Accepts(*flag)) accepted.push_back(flag);
+  }
+  std::sort(accepted.begin(), accepted.end(),
+            [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
+  for (const absl::CommandLineFlag* flag : accepted) PrintFlag(*flag, out);
 }
 
-std::vector<std::string> ParseSubcommandFlags(int argc, char** argv,
-                                              const std::vector<std::string>& flag_files,
+std::vector<std::string> ParseSubcommandFlags(int argc, char** argv, const SubcommandFlags& flags,
                                               absl::string_view usage) {
-  g_flag_files = new std::vector<std::string>(flag_files);
   absl::FlagsUsageConfig config;
-  config.contains_help_flags = IsOwnFlagFile;
-  config.contains_helpshort_flags = IsOwnFlagFile;
-  config.normalize_filename = [](absl::string_view f) { return std::string(f); };
   config.version_string = [] { return std::string("gmlp 0.1\n"); };
   absl::SetFlagsUsageConfig(config);
   absl::SetProgramUsageMessage(usage);
 
   const std::string subcommand = argc > 0 ? argv[0] : "gmlp";
-  // A flag of another subcommand parses fine as far as Abseil knows; reject it here.
+  // Every flag of every subcommand parses as far as Abseil knows (flag names are global to the
+  // binary); accept only this subcommand's, and print its own --help.
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--") break;
     if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
-    const size_t eq = arg.find('=');
-    std::string name(arg.substr(0, eq));
-    if (name == "help" || name == "helpfull" || name == "helpshort" || name == "version" ||
-        name == "helpon" || name == "helpmatch" || name == "helppackage" || name == "flagfile" ||
-        name == "fromenv" || name == "tryfromenv" || name == "undefok") {
-      continue;
+    const std::string name(arg.substr(0, arg.find('=')));
+    if (IsHelpFlag(name)) {
+      PrintSubcommandHelp(flags, usage, stdout);
+      std::exit(0);
     }
+    if (IsBuiltinFlag(name)) continue;
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    if (flag == nullptr && absl::StartsWith(name, "no")) flag = absl::FindCommandLineFlag(name.substr(2));
-    if (flag != nullptr && !IsOwnFlagFile(flag->Filename())) {
+    if (flag == nullptr && absl::StartsWith(name, "no")) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+    }
+    if (flag == nullptr || !flags.Accepts(*flag)) {
       std::fprintf(stderr, "gmlp %s: error: unknown flag --%s; see `gmlp %s --help`\n",
                    subcommand.c_str(), name.c_str(), subcommand.c_str());
       std::exit(1);
@@ -90,10 +125,7 @@ std::vector<std::string> ParseSubcommandFlags(int argc, char** argv,
 
   const int threads = NumThreads();
   torch::set_num_threads(threads);
-  // Keep freed activation buffers in the process instead of returning them to the kernel every
-  // step (measured here: ~50k page faults per step otherwise, 3-10% of a training step).
-  ::mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  KeepFreedMemoryInProcess();
   return out;
 }
 

@@ -1,11 +1,11 @@
 // `gmlp`: one executable, git-style subcommands. This file only dispatches; every subcommand
 // lives in its stage's *_main.cc.
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
-
-#include <c10/util/Exception.h>
 
 #include "cli/subcommands.h"
 

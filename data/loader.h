@@ -6,10 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,21 +16,21 @@
 namespace gmlp::data {
 
 struct MaskingOptions {
-  double mask_rate = 0.15;      // fraction of non-special tokens chosen
-  double mask_token_frac = 0.8;  // of the chosen: replaced by [MASK]
+  double mask_rate = 0.15;         // fraction of non-special tokens chosen
+  double mask_token_frac = 0.8;    // of the chosen: replaced by [MASK]
   double random_token_frac = 0.1;  // of the chosen: replaced by a random non-special token
-  bool whole_word = false;       // choose whole words (SentencePiece word-start pieces)
+  bool whole_word = false;         // choose whole words (SentencePiece word-start pieces)
 };
 
 struct LoaderOptions {
-  std::string shard_dir;            // directory with manifest.json
-  std::string split = "train";      // train | valid
-  int64_t batch_size = 32;          // sequences per rank per batch
+  std::string shard_dir;        // directory with manifest.json
+  std::string split = "train";  // train | valid
+  int64_t batch_size = 32;      // sequences per rank per batch
   int rank = 0;
   int world_size = 1;
-  uint64_t seed = 1;                // shuffling and masking
+  uint64_t seed = 1;  // shuffling and masking
   MaskingOptions masking;
-  int prefetch = 4;                 // batches queued ahead (0 = synchronous)
+  int prefetch = 4;  // batches queued ahead (0 = synchronous)
   bool shuffle = true;
   // Checked against the manifest when non-empty / non-zero.
   std::string expected_tokenizer_checksum;
@@ -54,7 +53,8 @@ struct LoaderState {
   // What the batch sequence depends on besides (epoch, position), recorded so that Restore refuses
   // a state from a run with another seed or global batch (world_size * batch_size). A state whose
   // global_batch_size is 0 (built by hand) is not checked. Masks also depend on the rank, so a
-  // resumed run sees the same sequences on other world sizes but identical batches only on the same.
+  // resumed run sees the same sequences on other world sizes but identical batches only on the
+  // same.
   uint64_t seed = 0;
   int64_t global_batch_size = 0;
   nlohmann::json ToJson() const;

@@ -15,10 +15,10 @@ namespace {
 const gmlp::data::PrepareOptions kDefaults;
 }  // namespace
 
-ABSL_DECLARE_FLAG(std::string, input);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(std::string, input);      // cli/shared_flags.cc
 ABSL_DECLARE_FLAG(std::string, tokenizer);  // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(std::string, output);  // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(int64_t, seq_len);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(std::string, output);     // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(int64_t, seq_len);        // cli/shared_flags.cc
 ABSL_FLAG(int, workers, kDefaults.workers, "Tokenizing threads; 0 = all cores.");
 ABSL_FLAG(double, valid_fraction, kDefaults.valid_fraction,
           "Fraction of documents held out as the validation split.");
@@ -46,7 +46,8 @@ int PrepareMain(int argc, char** argv) {
   absl::SetFlag(&FLAGS_strict_utf8, kDefaults.strict_utf8);
   absl::SetFlag(&FLAGS_tokenizer, "runs/tokenizer/spm.model");
   ParseSubcommandFlags(
-      argc, argv, "prepare_main.cc",
+      argc, argv,
+      {"prepare_main.cc", {"input", "output", "seed", "seq_len", "strict_utf8", "tokenizer"}},
       "gmlp prepare --input=<files or globs> --tokenizer=spm.model --output=<dir> [flags]\n\n"
       "Tokenizes raw text, packs it into [CLS] ... [SEP] ... sequences of --seq_len ids and "
       "writes checksummed binary shards plus manifest.json, holding out --valid_fraction of the "

@@ -51,11 +51,12 @@ ABSL_FLAG(double, min_lr_ratio, kDefaults.min_lr_ratio, "Final lr as a fraction 
 ABSL_FLAG(double, beta1, kDefaults.beta1, "Adam beta1.");
 ABSL_FLAG(double, beta2, kDefaults.beta2, "Adam beta2.");
 ABSL_FLAG(double, eps, kDefaults.eps, "Adam epsilon.");
-ABSL_FLAG(bool, bf16, kDefaults.bf16, "bf16 autocast (CPU; CUDA when built with it).");
+ABSL_DECLARE_FLAG(bool, bf16);  // cli/shared_flags.cc
 ABSL_FLAG(double, mask_rate, kDefaults.mask_rate, "Fraction of tokens chosen for prediction.");
 ABSL_FLAG(bool, whole_word, kDefaults.whole_word, "Mask whole words.");
 ABSL_FLAG(int64_t, eval_every, kDefaults.eval_every, "Evaluate on the valid split every N steps.");
-ABSL_FLAG(int64_t, eval_batches, kDefaults.eval_batches, "Valid batches per evaluation (per rank).");
+ABSL_FLAG(int64_t, eval_batches, kDefaults.eval_batches,
+          "Valid batches per evaluation (per rank).");
 ABSL_FLAG(int64_t, checkpoint_every, kDefaults.checkpoint_every,
           "Checkpoint every N steps (and always at the end).");
 ABSL_FLAG(int64_t, keep_checkpoints, kDefaults.keep_checkpoints, "Keep the newest K checkpoints.");
@@ -78,9 +79,9 @@ constexpr char kUsage[] =
 // The training flags given on the command line, as a TrainConfig JSON object.
 nlohmann::json TrainFlagsJson() {
   nlohmann::json j = nlohmann::json::object();
-#define GMLP_FLAG_TO_JSON_(name)                                   \
-  if (absl::flags_internal::WasPresentOnCommandLine(#name)) {      \
-    j[#name] = absl::GetFlag(FLAGS_##name);                        \
+#define GMLP_FLAG_TO_JSON_(name)                              \
+  if (absl::flags_internal::WasPresentOnCommandLine(#name)) { \
+    j[#name] = absl::GetFlag(FLAGS_##name);                   \
   }
   GMLP_FLAG_TO_JSON_(shard_dir)
   GMLP_FLAG_TO_JSON_(out_dir)
@@ -116,11 +117,12 @@ nlohmann::json TrainFlagsJson() {
 }  // namespace
 
 int PretrainMain(int argc, char** argv) {
-  const std::vector<std::string> positional = ParseSubcommandFlags(
-      argc, argv,
-      {"pretrain_main.cc", "finetune_main.cc", "study_main.cc", "prepare_main.cc",
-       "tokenizer_main.cc"},
-      kUsage);
+  const std::vector<std::string> positional =
+      ParseSubcommandFlags(argc, argv,
+                           {"pretrain_main.cc",
+                            {"bf16", "clip_norm", "log_every", "lr", "model_overrides", "preset",
+                             "seed", "weight_decay"}},
+                           kUsage);
   if (!positional.empty()) {
     return Fail(argv[0], absl::InvalidArgumentError(
                              "unexpected argument \"" + positional[0] +

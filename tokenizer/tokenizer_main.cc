@@ -38,11 +38,11 @@ ABSL_FLAG(int64_t, input_sentence_size, kTrainDefaults.input_sentence_size,
           "0 = all. Bounds the trainer's memory on large corpora.");
 ABSL_FLAG(int32_t, max_sentence_length, kTrainDefaults.max_sentence_length,
           "train: longer lines are cut at whitespace into sentences of at most this many bytes.");
-ABSL_DECLARE_FLAG(uint64_t, seed);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(uint64_t, seed);     // cli/shared_flags.cc
 ABSL_DECLARE_FLAG(bool, strict_utf8);  // cli/shared_flags.cc
 ABSL_FLAG(bool, verbose, kTrainDefaults.verbose, "train: show SentencePiece's training log.");
 // encode
-ABSL_DECLARE_FLAG(std::string, model);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(std::string, model);   // cli/shared_flags.cc
 ABSL_DECLARE_FLAG(std::string, output);  // cli/shared_flags.cc
 ABSL_FLAG(std::string, output_format, "id",
           "encode: id (space-separated ids) or piece (space-separated pieces).");
@@ -134,8 +134,10 @@ int TokenizerMain(int argc, char** argv) {
   absl::SetFlag(&FLAGS_seed, kTrainDefaults.seed);
   absl::SetFlag(&FLAGS_strict_utf8, kTrainDefaults.strict_utf8);
   absl::SetFlag(&FLAGS_vocab_size, kTrainDefaults.vocab_size);
-  const std::vector<std::string> args =
-      ParseSubcommandFlags(argc, argv, "tokenizer_main.cc", kUsage);
+  const std::vector<std::string> args = ParseSubcommandFlags(
+      argc, argv,
+      {"tokenizer_main.cc", {"input", "model", "output", "seed", "strict_utf8", "vocab_size"}},
+      kUsage);
   if (args.size() != 1 || (args[0] != "train" && args[0] != "encode")) {
     return Fail(argv[0],
                 absl::InvalidArgumentError(absl::StrCat(
