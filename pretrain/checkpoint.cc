@@ -38,7 +38,8 @@ std::vector<std::string> ListDir(const std::string& dir) {
 absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
   const int err = errno;
   const std::string msg = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
-  if (err == ENOSPC) return absl::ResourceExhaustedError(absl::StrCat(msg, " (free some disk space)"));
+  if (err == ENOSPC)
+    return absl::ResourceExhaustedError(absl::StrCat(msg, " (free some disk space)"));
   return absl::UnknownError(msg);
 }
 
@@ -62,8 +63,9 @@ std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& 
 
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
   if (!IsDirectory(path)) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such directory; give a checkpoint "
-                                                  "directory or a `gmlp pretrain` --out_dir"));
+    return absl::NotFoundError(absl::StrCat(path,
+                                            ": no such directory; give a checkpoint "
+                                            "directory or a `gmlp pretrain` --out_dir"));
   }
   if (PathExists(JoinPath(path, kStateFile))) return path;
   auto list = ListCheckpoints(JoinPath(path, kCheckpointsSubdir));
@@ -136,10 +138,10 @@ absl::Status SaveNamedTensors(const torch::nn::Module& module, const std::string
   try {
     torch::serialize::OutputArchive archive;
     for (const auto& item : module.named_parameters(/*recurse=*/true)) {
-      archive.write(item.key(), item.value().detach());
+      archive.write(item.key(), item.value().detach().cpu());
     }
     for (const auto& item : module.named_buffers(/*recurse=*/true)) {
-      archive.write(item.key(), item.value().detach(), /*is_buffer=*/true);
+      archive.write(item.key(), item.value().detach().cpu(), /*is_buffer=*/true);
     }
     archive.save_to(path);
   } catch (const c10::Error& e) {
@@ -152,7 +154,7 @@ absl::Status SaveNamedTensors(const torch::nn::Module& module, const std::string
 absl::Status LoadNamedTensors(torch::nn::Module& module, const std::string& path) {
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, torch::kCPU);
     torch::NoGradGuard no_grad;
     for (auto& item : module.named_parameters(/*recurse=*/true)) {
       torch::Tensor t;  // fresh: reading into a defined tensor would set_() it in place
@@ -160,9 +162,9 @@ absl::Status LoadNamedTensors(torch::nn::Module& module, const std::string& path
         return absl::DataLossError(absl::StrCat(path, ": has no tensor \"", item.key(), "\""));
       }
       if (!t.sizes().equals(item.value().sizes())) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(path, ": \"", item.key(), "\" has shape ", c10::str(t.sizes()),
-                         ", the model ", c10::str(item.value().sizes())));
+        return absl::FailedPreconditionError(absl::StrCat(path, ": \"", item.key(), "\" has shape ",
+                                                          c10::str(t.sizes()), ", the model ",
+                                                          c10::str(item.value().sizes())));
       }
       item.value().copy_(t);
     }

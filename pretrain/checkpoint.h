@@ -6,13 +6,13 @@
 #ifndef GMLP_PRETRAIN_CHECKPOINT_H_
 #define GMLP_PRETRAIN_CHECKPOINT_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

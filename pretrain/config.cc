@@ -47,13 +47,14 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
     const size_t eq = item.find('=');
     if (eq == absl::string_view::npos) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--model_overrides: \"", item, "\" is not key=value (e.g. --model_overrides=d_model=256,n_layers=2)"));
+          absl::StrCat("--model_overrides: \"", item,
+                       "\" is not key=value (e.g. --model_overrides=d_model=256,n_layers=2)"));
     }
     const std::string key(absl::StripAsciiWhitespace(item.substr(0, eq)));
     const std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
     if (!j.contains(key)) {
-      return absl::InvalidArgumentError(absl::StrCat("--model_overrides: unknown encoder config key \"", key,
-                                                     "\"; valid keys: ", j.dump()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model_overrides: unknown encoder config key \"", key, "\"; valid keys: ", j.dump()));
     }
     nlohmann::json& field = j[key];
     bool ok = true;
@@ -72,8 +73,8 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
       field = value;
     }
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--model_overrides: \"", key, "=", value, "\": expected a ", field.type_name()));
+      return absl::InvalidArgumentError(absl::StrCat("--model_overrides: \"", key, "=", value,
+                                                     "\": expected a ", field.type_name()));
     }
   }
   return model::EncoderConfig::FromJson(j);
@@ -86,8 +87,9 @@ absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
     auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(sources.config_file, ": not valid JSON; check the file (a run's config.json "
-                                            "is a valid example)"));
+          absl::StrCat(sources.config_file,
+                       ": not valid JSON; check the file (a run's config.json "
+                       "is a valid example)"));
     }
     auto parsed = PretrainConfig::FromJson(j);
     if (!parsed.ok()) {
@@ -101,8 +103,8 @@ absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
   if (!sources.preset.empty()) {
     auto preset = model::Preset(sources.preset);
     if (!preset.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--preset=", sources.preset, ": ",
-                                                     preset.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--preset=", sources.preset, ": ", preset.status().message()));
     }
     c.preset = sources.preset;
     c.model = *preset;

@@ -6,9 +6,8 @@
 #ifndef GMLP_PRETRAIN_CONFIG_H_
 #define GMLP_PRETRAIN_CONFIG_H_
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

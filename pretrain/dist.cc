@@ -1,11 +1,12 @@
 #include "pretrain/dist.h"
 
 #include <cstdlib>
-
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef GMLP_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -88,9 +89,9 @@ class C10dGroup : public Dist {
 };
 
 c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
-                                                      int rank, int world_size,
-                                                      std::chrono::milliseconds timeout,
-                                                      const std::string& master_addr) {
+                                                     int rank, int world_size,
+                                                     std::chrono::milliseconds timeout,
+                                                     const std::string& master_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // As torch.distributed: GLOO_SOCKET_IFNAME picks the interface; a loopback master means a
   // single-machine job, where loopback is always right; otherwise the hostname's address.
@@ -128,16 +129,16 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment() {
     source = "SLURM_PROCID/SLURM_NTASKS";
   }
   if (has_rank != has_world) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": set both or neither (a launcher such as torchrun or srun sets both)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": set both or neither (a launcher such as torchrun or srun sets both)"));
   }
   if (!has_world) return env;
   env.rank = *rank;
   env.world_size = *world;
   env.local_rank = has_local ? *local : *rank;
   if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": rank ", env.rank,
-                                                   " is not in [0, world size ", env.world_size, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": rank ", env.rank, " is not in [0, world size ", env.world_size, ")"));
   }
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
     env.master_addr = addr;
@@ -165,20 +166,23 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
     auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
 #ifdef GMLP_WITH_CUDA
     if (torch::cuda::is_available()) {
+      // NCCL works on the current device: the one this rank trains on (TrainingDevice).
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(
+          env.local_rank % static_cast<int>(torch::cuda::device_count())));
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout;
-      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size,
-                                                               options);
+      auto group =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, options);
       return std::unique_ptr<Dist>(new C10dGroup(store, group, env.rank, env.world_size));
     }
 #endif
     auto group = MakeGlooGroup(store, env.rank, env.world_size, timeout, env.master_addr);
     return std::unique_ptr<Dist>(new C10dGroup(store, group, env.rank, env.world_size));
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(
-        "rank ", env.rank, " of ", env.world_size, ": rendezvous at ", env.master_addr, ":",
-        env.master_port, " failed: ", e.what(),
-        "; check MASTER_ADDR/MASTER_PORT and that every rank was started"));
+    return absl::UnavailableError(
+        absl::StrCat("rank ", env.rank, " of ", env.world_size, ": rendezvous at ", env.master_addr,
+                     ":", env.master_port, " failed: ", e.what(),
+                     "; check MASTER_ADDR/MASTER_PORT and that every rank was started"));
   }
 }
 

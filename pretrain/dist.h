@@ -4,13 +4,13 @@
 #ifndef GMLP_PRETRAIN_DIST_H_
 #define GMLP_PRETRAIN_DIST_H_
 
+#include <torch/torch.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/torch.h>
+#include <vector>
 
 #include "absl/status/statusor.h"
 

@@ -34,9 +34,8 @@ GradSync::GradSync(std::vector<torch::Tensor> params, Dist* dist, double bucket_
     Bucket& bucket = buckets_.back();
     bucket_of_[i] = static_cast<int64_t>(buckets_.size()) - 1;
     slot_of_[i] = static_cast<int64_t>(bucket.params.size());
-    bucket.offsets.push_back(bucket.params.empty()
-                                 ? 0
-                                 : bucket.offsets.back() + params_[bucket.params.back()].numel());
+    bucket.offsets.push_back(
+        bucket.params.empty() ? 0 : bucket.offsets.back() + params_[bucket.params.back()].numel());
     bucket.params.push_back(i);
     bytes += b;
   }

@@ -5,11 +5,11 @@
 #ifndef GMLP_PRETRAIN_GRAD_SYNC_H_
 #define GMLP_PRETRAIN_GRAD_SYNC_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "pretrain/dist.h"
 

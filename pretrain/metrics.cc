@@ -1,12 +1,11 @@
 #include "pretrain/metrics.h"
 
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <sstream>
-
-#include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -44,7 +43,8 @@ MetricsLog::~MetricsLog() {
 absl::Status MetricsLog::Write(const nlohmann::json& record) {
   const std::string line = record.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(path_, ": cannot append metrics (disk full?)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path_, ": cannot append metrics (disk full?)"));
   }
   return absl::OkStatus();
 }
@@ -79,19 +79,22 @@ void Progress::Line(const std::string& text) {
   std::fflush(stream_);
 }
 
-double MeasureGemmPeakGflops(bool bf16, double seconds) {
+double MeasureGemmPeakGflops(bool bf16, double seconds, torch::Device device) {
   torch::NoGradGuard no_grad;
-  const int64_t n = 1024;
+  const bool cuda = device.is_cuda();
+  const int64_t n = cuda ? 8192 : 1024;
   const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
-  torch::Tensor a = torch::randn({n, n}).to(dtype);
-  torch::Tensor b = torch::randn({n, n}).to(dtype);
+  torch::Tensor a = torch::randn({n, n}).to(device, dtype);
+  torch::Tensor b = torch::randn({n, n}).to(device, dtype);
   torch::Tensor c = torch::mm(a, b);  // warm-up
+  if (cuda) torch::cuda::synchronize(device.index());
   using Clock = std::chrono::steady_clock;
   int64_t reps = 0;
   const auto start = Clock::now();
   double elapsed = 0.0;
   do {
     torch::mm_out(c, a, b);
+    if (cuda) torch::cuda::synchronize(device.index());
     ++reps;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   } while (elapsed < seconds);

@@ -3,12 +3,13 @@
 #ifndef GMLP_PRETRAIN_METRICS_H_
 #define GMLP_PRETRAIN_METRICS_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,9 +49,9 @@ class Progress {
   bool open_line_ = false;
 };
 
-// fp32 (or bf16) GEMM rate of this process with its current intra-op threads, in GFLOP/s,
-// measured on 1024^3 matrix products for about `seconds`.
-double MeasureGemmPeakGflops(bool bf16, double seconds = 0.3);
+// fp32 (or bf16) GEMM rate of this process with its current intra-op threads (or of a GPU), in
+// GFLOP/s, measured on 1024^3 (GPU: 8192^3) matrix products for about `seconds`.
+double MeasureGemmPeakGflops(bool bf16, double seconds = 0.3, torch::Device device = torch::kCPU);
 
 // "1h02m", "3m12s", "45s".
 std::string FormatDuration(double seconds);

@@ -54,13 +54,13 @@ absl::Status Optimizer::Save(const std::string& path) const {
     archive.write("step", torch::tensor(step_, torch::kInt64));
     archive.write("num_params", torch::tensor(static_cast<int64_t>(params_.size())));
     for (size_t i = 0; i < params_.size(); ++i) {
-      archive.write(absl::StrCat("exp_avg.", i), exp_avg_[i]);
-      archive.write(absl::StrCat("exp_avg_sq.", i), exp_avg_sq_[i]);
+      archive.write(absl::StrCat("exp_avg.", i), exp_avg_[i].cpu());
+      archive.write(absl::StrCat("exp_avg_sq.", i), exp_avg_sq_[i].cpu());
     }
     archive.save_to(path);
   } catch (const c10::Error& e) {
-    return absl::UnknownError(absl::StrCat(path, ": cannot write optimizer state: ",
-                                           e.what_without_backtrace()));
+    return absl::UnknownError(
+        absl::StrCat(path, ": cannot write optimizer state: ", e.what_without_backtrace()));
   }
   return absl::OkStatus();
 }
@@ -68,7 +68,7 @@ absl::Status Optimizer::Save(const std::string& path) const {
 absl::Status Optimizer::Load(const std::string& path) {
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, torch::kCPU);
     // A fresh tensor for every read: reading into a defined one set_()s it in place, which
     // fails across dtypes.
     torch::Tensor t;

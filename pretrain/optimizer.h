@@ -11,11 +11,11 @@
 #ifndef GMLP_PRETRAIN_OPTIMIZER_H_
 #define GMLP_PRETRAIN_OPTIMIZER_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "absl/status/status.h"
 

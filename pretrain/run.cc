@@ -24,13 +24,20 @@ std::string FindTokenizer(const data::Manifest& manifest, const std::string& sha
   if (manifest.tokenizer.empty()) return "";
   if (PathExists(manifest.tokenizer)) return manifest.tokenizer;
   const std::string base = manifest.tokenizer.substr(manifest.tokenizer.find_last_of('/') + 1);
-  for (const std::string& p : {JoinPath(shard_dir, manifest.tokenizer), JoinPath(shard_dir, base)}) {
+  for (const std::string& p :
+       {JoinPath(shard_dir, manifest.tokenizer), JoinPath(shard_dir, base)}) {
     if (PathExists(p)) return p;
   }
   return "";
 }
 
 }  // namespace
+
+torch::Device TrainingDevice(const DistEnv& env) {
+  if (!torch::cuda::is_available()) return torch::kCPU;
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % gpus));
+}
 
 absl::Status RunPretraining(PretrainConfig config, bool resume) {
   GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
@@ -116,6 +123,12 @@ absl::Status RunPretraining(PretrainConfig config, bool resume) {
   // Every rank builds the same initial weights; rank 0's are broadcast anyway.
   torch::manual_seed(tc.seed);
   model::MlmModel mlm(config.model);
+  const torch::Device device = TrainingDevice(env);
+  mlm->to(device);
+  if (rank0 && !device.is_cpu()) {
+    std::fprintf(stderr, "gmlp pretrain: training on %s (one GPU per rank, by LOCAL_RANK)\n",
+                 device.str().c_str());
+  }
   TrainerOptions to;
   to.config = tc;
   to.config_json = config.ToJson();
@@ -127,7 +140,8 @@ absl::Status RunPretraining(PretrainConfig config, bool resume) {
   to.load_model = [](torch::nn::Module& m, const std::string& path) {
     return model::LoadModule(m, path);
   };
-  auto forward = [mlm](const model::EncoderInput& input, const torch::Tensor& masked_index) mutable {
+  auto forward = [mlm](const model::EncoderInput& input,
+                       const torch::Tensor& masked_index) mutable {
     return mlm->forward(input, masked_index);
   };
   Trainer trainer(to, mlm.ptr(), forward, train.get(), valid.get(), dist.get());

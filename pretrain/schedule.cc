@@ -14,7 +14,8 @@ double LearningRate(const ScheduleOptions& o, int64_t step) {
   const double progress =
       std::clamp(static_cast<double>(step - o.warmup_steps) / decay_steps, 0.0, 1.0);
   const double floor = o.lr * o.min_lr_ratio;
-  const double shape = o.kind == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * progress)) : 1.0 - progress;
+  const double shape =
+      o.kind == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * progress)) : 1.0 - progress;
   return floor + (o.lr - floor) * shape;
 }
 

@@ -50,15 +50,15 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
   if (!j.is_object()) return absl::InvalidArgumentError("training config: expected a JSON object");
   TrainConfig c = base;
   std::set<std::string> known;
-#define GMLP_FROM_JSON_(name)                                                              \
-  known.insert(#name);                                                                     \
-  if (j.contains(#name)) {                                                                 \
-    try {                                                                                  \
-      j.at(#name).get_to(c.name);                                                          \
-    } catch (const nlohmann::json::exception& e) {                                         \
-      return absl::InvalidArgumentError(absl::StrCat("training config key \"", #name,      \
-                                                     "\": wrong type (", e.what(), ")"));  \
-    }                                                                                      \
+#define GMLP_FROM_JSON_(name)                                                                \
+  known.insert(#name);                                                                       \
+  if (j.contains(#name)) {                                                                   \
+    try {                                                                                    \
+      j.at(#name).get_to(c.name);                                                            \
+    } catch (const nlohmann::json::exception& e) {                                           \
+      return absl::InvalidArgumentError(                                                     \
+          absl::StrCat("training config key \"", #name, "\": wrong type (", e.what(), ")")); \
+    }                                                                                        \
   }
   GMLP_TRAIN_CONFIG_FIELDS(GMLP_FROM_JSON_)
 #undef GMLP_FROM_JSON_
@@ -81,9 +81,7 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j) {
 }
 
 absl::Status TrainConfig::Validate() const {
-  auto bad = [](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(parts...));
-  };
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (out_dir.empty()) return bad("--out_dir is empty; give an output directory");
   if (global_batch <= 0) return bad("--global_batch=", global_batch, " must be > 0");
   if (micro_batch <= 0) return bad("--micro_batch=", micro_batch, " must be > 0");
@@ -106,7 +104,8 @@ absl::Status TrainConfig::Validate() const {
   if (!(beta2 >= 0 && beta2 < 1)) return bad("--beta2=", beta2, " must be in [0, 1)");
   if (!(eps > 0)) return bad("--eps=", eps, " must be > 0");
   if (clip_norm < 0) return bad("--clip_norm=", clip_norm, " must be >= 0 (0 = off)");
-  if (!(mask_rate > 0 && mask_rate < 1)) return bad("--mask_rate=", mask_rate, " must be in (0, 1)");
+  if (!(mask_rate > 0 && mask_rate < 1))
+    return bad("--mask_rate=", mask_rate, " must be in (0, 1)");
   if (log_every < 0 || eval_every < 0 || checkpoint_every < 0) {
     return bad("--log_every, --eval_every and --checkpoint_every must be >= 0 (0 = never)");
   }
@@ -121,9 +120,9 @@ absl::Status TrainConfig::Validate() const {
 absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size) {
   const int64_t per_step = config.micro_batch * world_size;
   if (per_step <= 0 || config.global_batch % per_step != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--global_batch=", config.global_batch, " is not a multiple of --micro_batch=",
-        config.micro_batch, " x world size ", world_size, "; change one of them"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--global_batch=", config.global_batch, " is not a multiple of --micro_batch=",
+                     config.micro_batch, " x world size ", world_size, "; change one of them"));
   }
   return config.global_batch / per_step;
 }

@@ -5,9 +5,8 @@
 #define GMLP_PRETRAIN_TRAIN_CONFIG_H_
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,7 +15,7 @@ namespace gmlp::pretrain {
 
 struct TrainConfig {
   // Data and output.
-  std::string shard_dir;                 // directory with manifest.json from `gmlp prepare`
+  std::string shard_dir;                  // directory with manifest.json from `gmlp prepare`
   std::string out_dir = "runs/pretrain";  // checkpoints/, metrics.jsonl, config.json
 
   // Batch: global_batch = micro_batch x accumulation steps x world size (sequences per step).
@@ -51,9 +50,9 @@ struct TrainConfig {
   int64_t keep_checkpoints = 3;  // keep the newest K checkpoints
 
   // Distributed.
-  double bucket_mb = 25.0;        // gradient allreduce bucket size
-  int64_t dist_timeout_s = 60;    // a dead peer makes collectives fail after at most this
-  double peak_gflops = 0.0;       // per rank, for MFU; 0 = measure a GEMM at start
+  double bucket_mb = 25.0;      // gradient allreduce bucket size
+  int64_t dist_timeout_s = 60;  // a dead peer makes collectives fail after at most this
+  double peak_gflops = 0.0;     // per rank, for MFU; 0 = measure a GEMM at start
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;

@@ -1,7 +1,6 @@
 #include "pretrain/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/autocast_mode.h>
 
 #include <chrono>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "model/autocast.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/schedule.h"
 #include "tokenizer/tokenizer.h"
@@ -32,34 +32,9 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// bf16 autocast for the forward pass, on CPU (and CUDA when built with it).
-class AutocastScope {
- public:
-  explicit AutocastScope(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-#ifdef GMLP_WITH_CUDA
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    at::autocast::set_enabled(true);
-#endif
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
-#ifdef GMLP_WITH_CUDA
-    at::autocast::set_enabled(false);
-#endif
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool enabled_;
-};
-
 }  // namespace
 
-MlmTensors ToTensors(const data::MlmBatch& batch) {
+MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device) {
   MlmTensors t;
   const int64_t b = batch.batch_size, n = batch.seq_len;
   TORCH_CHECK(static_cast<int64_t>(batch.input_ids.size()) == b * n, "batch holds ",
@@ -73,11 +48,15 @@ MlmTensors ToTensors(const data::MlmBatch& batch) {
   t.input.pad_mask = t.input.input_ids.ne(tokenizer::kPadId);
   const int64_t m = static_cast<int64_t>(batch.masked_index.size());
   t.masked_index =
-      torch::from_blob(const_cast<int64_t*>(batch.masked_index.data()), {m}, torch::kInt64)
-          .clone();
-  t.labels = torch::from_blob(const_cast<int32_t*>(batch.masked_labels.data()), {m},
-                              torch::kInt32)
+      torch::from_blob(const_cast<int64_t*>(batch.masked_index.data()), {m}, torch::kInt64).clone();
+  t.labels = torch::from_blob(const_cast<int32_t*>(batch.masked_labels.data()), {m}, torch::kInt32)
                  .to(torch::kInt64);
+  if (!device.is_cpu()) {
+    t.input.input_ids = t.input.input_ids.to(device);
+    t.input.pad_mask = t.input.pad_mask.to(device);
+    t.masked_index = t.masked_index.to(device);
+    t.labels = t.labels.to(device);
+  }
   return t;
 }
 
@@ -90,11 +69,13 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> modu
       train_(train),
       valid_(valid),
       dist_(dist) {
-  if (!options_.save_model) options_.save_model = [](torch::nn::Module& m, const std::string& p) {
-    return SaveNamedTensors(m, p);
-  };
+  if (!options_.save_model)
+    options_.save_model = [](torch::nn::Module& m, const std::string& p) {
+      return SaveNamedTensors(m, p);
+    };
   if (!options_.load_model) options_.load_model = LoadNamedTensors;
   params_ = UniqueParameters(*module_);
+  if (!params_.empty()) device_ = params_.front().device();
   OptimizerOptions opt;
   opt.kind = config_.optimizer;
   opt.weight_decay = config_.weight_decay;
@@ -115,9 +96,10 @@ absl::Status Trainer::Init(const std::string& resume_from) {
   if (rank0) {
     GMLP_RETURN_IF_ERROR(MakeDirs(config_.out_dir));
     if (resume_from.empty() && !ListCheckpoints(checkpoints_dir).empty()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          config_.out_dir, ": already holds checkpoints; pass --resume to continue that run, or "
-                           "choose a new --out_dir"));
+      return absl::AlreadyExistsError(
+          absl::StrCat(config_.out_dir,
+                       ": already holds checkpoints; pass --resume to continue that run, or "
+                       "choose a new --out_dir"));
     }
   }
   if (!resume_from.empty()) {
@@ -154,7 +136,8 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     try {
       dist_->Broadcast(tensors, 0);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("broadcast of the initial weights failed: ", e.what()));
+      return absl::UnavailableError(
+          absl::StrCat("broadcast of the initial weights failed: ", e.what()));
     }
   }
   if (rank0) {
@@ -165,16 +148,16 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
     if (options_.flops_per_token > 0) {
       peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops
-                                             : MeasureGemmPeakGflops(config_.bf16);
+                                             : MeasureGemmPeakGflops(config_.bf16, 0.3, device_);
     }
   }
   return absl::OkStatus();
 }
 
 void Trainer::SeedDropout() {
-  const uint64_t seed = SplitMix64(SplitMix64(config_.seed) ^
-                                   SplitMix64(static_cast<uint64_t>(step_) * 1024 +
-                                              static_cast<uint64_t>(dist_->rank())));
+  const uint64_t seed =
+      SplitMix64(SplitMix64(config_.seed) ^ SplitMix64(static_cast<uint64_t>(step_) * 1024 +
+                                                       static_cast<uint64_t>(dist_->rank())));
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_current_seed(seed);
@@ -199,7 +182,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
     local_tokens += static_cast<double>(batch.batch_size * batch.seq_len);
     batches.push_back(std::move(batch));
   }
-  torch::Tensor counts = torch::tensor({local_masked, local_tokens}, torch::kFloat64);
+  torch::Tensor counts = torch::tensor({local_masked, local_tokens}, torch::kFloat64).to(device_);
   dist_->AllreduceSum(counts);
   const double global_masked = counts[0].item<double>();
   s.masked_tokens = static_cast<int64_t>(global_masked);
@@ -210,11 +193,11 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   module_->train();
   double loss_sum = 0, correct = 0;
   for (int64_t k = 0; k < accumulation_; ++k) {
-    MlmTensors t = ToTensors(batches[k]);
+    MlmTensors t = ToTensors(batches[k], device_);
     if (k == accumulation_ - 1) sync_->PrepareFinalBackward();
     torch::Tensor logits_MV;
     {
-      AutocastScope autocast(config_.bf16);
+      model::AutocastScope autocast(config_.bf16);
       logits_MV = forward_(t.input, t.masked_index);
     }
     logits_MV = logits_MV.to(torch::kFloat32);
@@ -226,7 +209,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
     correct += logits_MV.detach().argmax(1).eq(t.labels).sum().item<double>();
   }
   sync_->Finish();
-  torch::Tensor sums = torch::tensor({loss_sum, correct}, torch::kFloat64);
+  torch::Tensor sums = torch::tensor({loss_sum, correct}, torch::kFloat64).to(device_);
   dist_->AllreduceSum(sums);
   s.loss = sums[0].item<double>() / denom;
   s.accuracy = sums[1].item<double>() / denom;
@@ -246,9 +229,9 @@ absl::Status Trainer::CheckFinite(const StepStats& s) const {
       "step %d: the loss (%g) or gradient norm (%g) is not finite; stopped without updating the "
       "weights. %s Lower --lr, raise --warmup_steps or set --clip_norm, then --resume.",
       s.step, s.loss, s.grad_norm,
-      last_checkpoint_.empty() ? std::string("No checkpoint was written yet.")
-                               : absl::StrCat("The last good checkpoint is ", last_checkpoint_,
-                                              " (untouched).")));
+      last_checkpoint_.empty()
+          ? std::string("No checkpoint was written yet.")
+          : absl::StrCat("The last good checkpoint is ", last_checkpoint_, " (untouched).")));
 }
 
 absl::StatusOr<EvalStats> Trainer::Evaluate() {
@@ -260,10 +243,10 @@ absl::StatusOr<EvalStats> Trainer::Evaluate() {
   double loss_sum = 0, correct = 0, count = 0;
   for (int64_t k = 0; k < config_.eval_batches; ++k) {
     GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, valid_->Next());
-    MlmTensors t = ToTensors(batch);
+    MlmTensors t = ToTensors(batch, device_);
     torch::Tensor logits_MV;
     {
-      AutocastScope autocast(config_.bf16);
+      model::AutocastScope autocast(config_.bf16);
       logits_MV = forward_(t.input, t.masked_index);
     }
     logits_MV = logits_MV.to(torch::kFloat32);
@@ -275,7 +258,7 @@ absl::StatusOr<EvalStats> Trainer::Evaluate() {
     count += static_cast<double>(t.labels.size(0));
   }
   module_->train();
-  torch::Tensor sums = torch::tensor({loss_sum, correct, count}, torch::kFloat64);
+  torch::Tensor sums = torch::tensor({loss_sum, correct, count}, torch::kFloat64).to(device_);
   dist_->AllreduceSum(sums);
   const double n = std::max(sums[2].item<double>(), 1.0);
   e.loss = sums[0].item<double>() / n;
@@ -324,8 +307,8 @@ absl::Status Trainer::SaveCheckpoint() {
     return WriteFileAtomic(JoinPath(tmp, kStateFile), state.dump(2) + "\n");
   };
   absl::Status st = write_all();
-  absl::StatusOr<std::string> final_path = st.ok() ? CommitCheckpoint(tmp, checkpoints_dir, step_)
-                                                   : absl::StatusOr<std::string>(st);
+  absl::StatusOr<std::string> final_path =
+      st.ok() ? CommitCheckpoint(tmp, checkpoints_dir, step_) : absl::StatusOr<std::string>(st);
   if (!final_path.ok()) {
     (void)RemoveTree(tmp);
     return absl::Status(
@@ -359,17 +342,18 @@ absl::Status Trainer::Run() {
           const double mfu = peak_gflops_ > 0 ? options_.flops_per_token * tps /
                                                     (peak_gflops_ * 1e9 * dist_->world_size())
                                               : 0;
-          nlohmann::json r = {{"type", "train"},
-                              {"step", s.step},
-                              {"loss", s.loss},
-                              {"accuracy", s.accuracy},
-                              {"lr", s.lr},
-                              {"grad_norm", s.grad_norm},
-                              {"tokens_per_s", tps},
-                              {"mfu", mfu},
-                              {"data_wait_frac", interval_time > 0 ? interval_wait / interval_time : 0},
-                              {"masked_tokens", s.masked_tokens},
-                              {"elapsed_s", Seconds(run_start)}};
+          nlohmann::json r = {
+              {"type", "train"},
+              {"step", s.step},
+              {"loss", s.loss},
+              {"accuracy", s.accuracy},
+              {"lr", s.lr},
+              {"grad_norm", s.grad_norm},
+              {"tokens_per_s", tps},
+              {"mfu", mfu},
+              {"data_wait_frac", interval_time > 0 ? interval_wait / interval_time : 0},
+              {"masked_tokens", s.masked_tokens},
+              {"elapsed_s", Seconds(run_start)}};
           GMLP_RETURN_IF_ERROR(metrics_->Write(r));
           const double per_step = Seconds(run_start) / static_cast<double>(step_ - first_step);
           if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));
@@ -377,7 +361,8 @@ absl::Status Trainer::Run() {
         interval_time = interval_wait = 0;
         interval_tokens = 0;
       }
-      if (valid_ != nullptr && ((config_.eval_every > 0 && step_ % config_.eval_every == 0) || last)) {
+      if (valid_ != nullptr &&
+          ((config_.eval_every > 0 && step_ % config_.eval_every == 0) || last)) {
         GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
         if (rank0) {
           GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
@@ -387,8 +372,9 @@ absl::Status Trainer::Run() {
                                                 {"eval_accuracy", e.accuracy},
                                                 {"eval_masked_tokens", e.masked_tokens}}));
           if (progress_) {
-            progress_->Line(absl::StrFormat("eval step %d: loss %.4f  perplexity %.2f  accuracy %.4f",
-                                            step_, e.loss, e.perplexity, e.accuracy));
+            progress_->Line(
+                absl::StrFormat("eval step %d: loss %.4f  perplexity %.2f  accuracy %.4f", step_,
+                                e.loss, e.perplexity, e.accuracy));
           }
         }
       }

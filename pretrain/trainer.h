@@ -15,14 +15,14 @@
 #ifndef GMLP_PRETRAIN_TRAINER_H_
 #define GMLP_PRETRAIN_TRAINER_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "absl/status/status.h"
 #include "data/loader.h"
@@ -36,8 +36,8 @@
 namespace gmlp::pretrain {
 
 // (input, masked_index (M,)) -> (M, V) logits.
-using MlmForwardFn =
-    std::function<torch::Tensor(const model::EncoderInput& input, const torch::Tensor& masked_index)>;
+using MlmForwardFn = std::function<torch::Tensor(const model::EncoderInput& input,
+                                                 const torch::Tensor& masked_index)>;
 using ModuleIoFn = std::function<absl::Status(torch::nn::Module& module, const std::string& path)>;
 
 struct TrainerOptions {
@@ -76,8 +76,9 @@ struct EvalStats {
 
 class Trainer {
  public:
-  // `module` holds the parameters that `forward` uses. `valid` may be null (no evaluation).
-  // Loaders and `dist` must outlive the trainer.
+  // `module` holds the parameters that `forward` uses, already on the training device (CPU, or
+  // cuda:LOCAL_RANK); batches and collective buffers follow it. `valid` may be null (no
+  // evaluation). Loaders and `dist` must outlive the trainer.
   Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> module, MlmForwardFn forward,
           data::MlmLoader* train, data::MlmLoader* valid, Dist* dist);
   ~Trainer();
@@ -114,6 +115,7 @@ class Trainer {
   data::MlmLoader* valid_;
   Dist* dist_;
   std::vector<torch::Tensor> params_;
+  torch::Device device_ = torch::kCPU;  // where the module's parameters live
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradSync> sync_;
   std::unique_ptr<MetricsLog> metrics_;
@@ -125,14 +127,14 @@ class Trainer {
   double peak_gflops_ = 0;
 };
 
-// Wraps a loader batch as the encoder's input: input_ids (B, n) int64, pad_mask (B, n) where
-// ids != [PAD]; masked_index (M,) and labels (M,) int64.
+// Wraps a loader batch as the encoder's input on `device`: input_ids (B, n) int64, pad_mask
+// (B, n) where ids != [PAD]; masked_index (M,) and labels (M,) int64.
 struct MlmTensors {
   model::EncoderInput input;
   torch::Tensor masked_index;
   torch::Tensor labels;
 };
-MlmTensors ToTensors(const data::MlmBatch& batch);
+MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device = torch::kCPU);
 
 }  // namespace gmlp::pretrain
 

@@ -1,11 +1,11 @@
 // Data parallelism on Gloo with ranks as threads of this process (one c10d::HashStore): the
 // collectives, the bucketed gradient sum, and 2 ranks x b == 1 rank x 2b for whole steps.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include <functional>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "pretrain/dist.h"
 #include "pretrain/grad_sync.h"

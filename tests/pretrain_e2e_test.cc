@@ -3,8 +3,10 @@
 // reproduces the per-step losses (bitwise with 1 process, within 1e-6 with 2); a dead rank
 // makes its peer exit non-zero in bounded time; bad flags get one line; the finetune loader
 // reads the result. Skips when the shared data or the gmlp binary is missing.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,9 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -129,7 +128,8 @@ std::map<int64_t, double> TrainLosses(const std::string& out_dir) {
 
 int64_t LastStep(const std::string& out_dir) {
   int64_t last = 0;
-  for (const auto& j : Records(out_dir + "/metrics.jsonl")) last = std::max(last, j.value("step", int64_t{0}));
+  for (const auto& j : Records(out_dir + "/metrics.jsonl"))
+    last = std::max(last, j.value("step", int64_t{0}));
   return last;
 }
 
@@ -139,10 +139,19 @@ std::string LogTail(const std::string& log) {
 }
 
 std::vector<std::string> TinyArgs(const std::string& out_dir, int64_t steps) {
-  return {"--shard_dir=" + *g_shards, "--out_dir=" + out_dir, "--preset=gmlp-tiny",
-          "--model_overrides=d_model=64,n_layers=2,d_ffn=256", "--steps=" + std::to_string(steps),
-          "--micro_batch=8", "--global_batch=16", "--lr=2e-3", "--warmup_steps=10",
-          "--log_every=1", "--eval_every=0", "--peak_gflops=100", "--threads=1"};
+  return {"--shard_dir=" + *g_shards,
+          "--out_dir=" + out_dir,
+          "--preset=gmlp-tiny",
+          "--model_overrides=d_model=64,n_layers=2,d_ffn=256",
+          "--steps=" + std::to_string(steps),
+          "--micro_batch=8",
+          "--global_batch=16",
+          "--lr=2e-3",
+          "--warmup_steps=10",
+          "--log_every=1",
+          "--eval_every=0",
+          "--peak_gflops=100",
+          "--threads=1"};
 }
 
 // Loss of the unigram distribution of the masked labels (what a model that ignores the context
@@ -166,16 +175,16 @@ double UnigramEntropy() {
 }
 
 TEST_F(E2eTest, MlmLossFallsWellBelowUnigramEntropy) {
-  const int64_t kSteps = 1000;
+  const int64_t kSteps = 300;
   const double h = UnigramEntropy();
   const std::string out = testing::FreshTempDir("e2e_learn");
   std::vector<std::string> args = TinyArgs(out, kSteps);
   args.push_back("--eval_every=" + std::to_string(kSteps));
-  args.push_back("--eval_batches=10");
+  args.push_back("--eval_batches=3");  // 384 of the 391 held-out sequences
   args.push_back("--lr=5e-3");
   args.push_back("--warmup_steps=30");
-  args.push_back("--micro_batch=32");
-  args.push_back("--global_batch=32");
+  args.push_back("--micro_batch=128");
+  args.push_back("--global_batch=128");
   args.push_back("--threads=2");
   ASSERT_EQ(RunToEnd(args, out + ".log"), 0) << LogTail(out + ".log");
   double eval_loss = -1;
@@ -183,9 +192,11 @@ TEST_F(E2eTest, MlmLossFallsWellBelowUnigramEntropy) {
     if (j.value("type", "") == "eval") eval_loss = j["eval_loss"].get<double>();
   }
   ASSERT_GT(eval_loss, 0) << LogTail(out + ".log");
-  std::printf("unigram entropy %.3f nats, eval MLM loss after %lld steps %.3f\n", h, static_cast<long long>(kSteps), eval_loss);
-  // Measured here: 5.285 against an entropy of 5.672 (300 steps gave 5.41; the Transformer of
-  // the same size is slower still to leave the unigram plateau at this scale).
+  std::printf("unigram entropy %.3f nats, eval MLM loss after %lld steps %.3f\n", h,
+              static_cast<long long>(kSteps), eval_loss);
+  // Measured here: 5.284 against an entropy of 5.672 (0.39 nats, perplexity -32%), in 20 s on
+  // 2 cores. Longer runs gain little on this 0.4M-token book: 2000 steps at batch 32 ended at
+  // 5.266, train loss 5.1 (the held-out loss is data-bound, not step-bound).
   EXPECT_LT(eval_loss, h - 0.3);
 
   // The finetune stage's entry point reads the run.
@@ -201,13 +212,14 @@ TEST_F(E2eTest, MlmLossFallsWellBelowUnigramEntropy) {
 }
 
 // Runs to `kill_after` steps past a checkpoint, SIGKILLs `pid`, resumes to the end.
-void KillAndResume(const std::vector<std::string>& args, const std::string& out,
-                   int64_t kill_after, const std::vector<std::string>& extra_env = {}) {
+void KillAndResume(const std::vector<std::string>& args, const std::string& out, int64_t kill_after,
+                   const std::vector<std::string>& extra_env = {}) {
   const pid_t pid = Start(args, extra_env, out + ".1.log");
   const auto start = Clock::now();
   while (LastStep(out) < kill_after && Clock::now() - start < std::chrono::seconds(120)) {
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL() << "finished before the kill: " << LogTail(out + ".1.log");
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      FAIL() << "finished before the kill: " << LogTail(out + ".1.log");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ::kill(pid, SIGKILL);
@@ -259,8 +271,10 @@ TEST_F(E2eTest, DeadRankMakesThePeerExitNonZero) {
   auto args = TinyArgs(out, 100000);
   args.push_back("--dist_timeout_s=20");
   const std::string port = "MASTER_PORT=" + std::to_string(20000 + ::getpid() % 20000);
-  const pid_t r0 = Start(args, {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", port}, out + ".r0.log");
-  const pid_t r1 = Start(args, {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", port}, out + ".r1.log");
+  const pid_t r0 =
+      Start(args, {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", port}, out + ".r0.log");
+  const pid_t r1 =
+      Start(args, {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", port}, out + ".r1.log");
   const auto start = Clock::now();
   while (LastStep(out) < 3 && Clock::now() - start < std::chrono::seconds(120)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -297,7 +311,11 @@ TEST_F(E2eTest, BadFlagsGetOneClearLine) {
       {{"--shard_dir=" + out + "/none"}, "manifest.json"},
       {{"--shard_dir=" + *g_shards, "--model_overrides=d_modle=3"}, "d_modle"},
       {{"--shard_dir=" + *g_shards, "--preset=nosuch"}, "nosuch"},
-      {{"--shard_dir=" + *g_shards, "--nproc=2", "--global_batch=3", "--micro_batch=3"}, "--global_batch=3"},
+      {{"--shard_dir=" + *g_shards, "--nproc=2", "--global_batch=3", "--micro_batch=3"},
+       "--global_batch=3"},
+      // Flags of other subcommands are not pretrain's, though the binary defines them.
+      {{"--shard_dir=" + *g_shards, "--archs=gmlp"}, "unknown flag --archs"},
+      {{"--shard_dir=" + *g_shards, "--task=SST-2"}, "unknown flag --task"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;
@@ -309,6 +327,22 @@ TEST_F(E2eTest, BadFlagsGetOneClearLine) {
     EXPECT_NE(text->find(c.expect), std::string::npos) << *text;
     EXPECT_NE(text->find("gmlp pretrain: error: "), std::string::npos) << *text;
     EXPECT_EQ(std::count(text->begin(), text->end(), '\n'), 1) << *text;
+  }
+}
+
+// --help lists pretrain's own flags and the shared ones it reads, and nothing else.
+TEST_F(E2eTest, HelpListsExactlyThePretrainFlags) {
+  const std::string out = testing::FreshTempDir("e2e_help");
+  ASSERT_EQ(RunToEnd({"--help"}, out + "/help"), 0);
+  auto text = ReadFile(out + "/help");
+  ASSERT_TRUE(text.ok());
+  for (const char* flag : {"--shard_dir ", "--steps ", "--lr ", "--bf16 ", "--seed ", "--preset ",
+                           "--model_overrides ", "--nproc ", "--threads ", "--resume "}) {
+    EXPECT_NE(text->find(flag), std::string::npos) << flag << " missing:\n" << *text;
+  }
+  for (const char* flag :
+       {"--archs ", "--task ", "--input ", "--vocab_size ", "--epochs ", "--model "}) {
+    EXPECT_EQ(text->find(flag), std::string::npos) << flag << " listed:\n" << *text;
   }
 }
 

@@ -1,10 +1,10 @@
 // Optimizers, schedule, clipping and configuration of the pretrainer, against hand-computed
 // numbers.
-#include <cmath>
-#include <cstdlib>
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
 
 #include "pretrain/dist.h"
 #include "pretrain/optimizer.h"
@@ -20,9 +20,9 @@ TEST(ScheduleTest, LinearWarmupThenLinearDecay) {
   EXPECT_DOUBLE_EQ(LearningRate(o, 0), 0.25);
   EXPECT_DOUBLE_EQ(LearningRate(o, 1), 0.5);
   EXPECT_DOUBLE_EQ(LearningRate(o, 3), 1.0);
-  EXPECT_DOUBLE_EQ(LearningRate(o, 4), 1.0);       // decay starts at the peak
-  EXPECT_DOUBLE_EQ(LearningRate(o, 8), 0.5);       // halfway through the 8 decay steps
-  EXPECT_DOUBLE_EQ(LearningRate(o, 11), 0.125);    // last step
+  EXPECT_DOUBLE_EQ(LearningRate(o, 4), 1.0);     // decay starts at the peak
+  EXPECT_DOUBLE_EQ(LearningRate(o, 8), 0.5);     // halfway through the 8 decay steps
+  EXPECT_DOUBLE_EQ(LearningRate(o, 11), 0.125);  // last step
   EXPECT_DOUBLE_EQ(LearningRate(o, 12), 0.0);
   o.min_lr_ratio = 0.1;
   EXPECT_DOUBLE_EQ(LearningRate(o, 8), 0.1 + 0.9 * 0.5);
@@ -81,7 +81,8 @@ TEST(OptimizerTest, AdamWMatchesTorchOptimAdamW) {
   o.weight_decay = 0.05;
   o.eps = 1e-6;
   Optimizer opt({a}, o);
-  torch::optim::AdamW torch_opt({ref}, torch::optim::AdamWOptions(0.02).weight_decay(0.05).eps(1e-6));
+  torch::optim::AdamW torch_opt({ref},
+                                torch::optim::AdamWOptions(0.02).weight_decay(0.05).eps(1e-6));
   for (int t = 0; t < 5; ++t) {
     torch::Tensor g = torch::randn({4, 3});
     a.mutable_grad() = g.clone();

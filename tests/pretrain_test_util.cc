@@ -93,8 +93,8 @@ MlmForwardFn ForwardOf(TinyMlm model) {
 
 std::string FreshTempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
-  const std::string dir =
-      JoinPath(base != nullptr ? base : "/tmp", absl::StrCat("gmlp_pretrain_test_", ::getpid(), "_", name));
+  const std::string dir = JoinPath(base != nullptr ? base : "/tmp",
+                                   absl::StrCat("gmlp_pretrain_test_", ::getpid(), "_", name));
   (void)RemoveTree(dir);
   (void)MakeDirs(dir);
   return dir;
