@@ -38,7 +38,8 @@ EncodedExample PackExample(std::vector<int32_t> a, std::vector<int32_t> b, bool 
 }
 
 absl::StatusOr<std::vector<EncodedExample>> EncodeSplit(const SplitData& split, bool pair,
-                                                        int64_t max_len, const TokenizeFn& tokenize) {
+                                                        int64_t max_len,
+                                                        const TokenizeFn& tokenize) {
   std::vector<EncodedExample> out;
   out.reserve(split.examples.size());
   std::vector<int32_t> a, b;

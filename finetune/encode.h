@@ -35,7 +35,8 @@ using TokenizeFn = std::function<absl::Status(absl::string_view text, std::vecto
 
 // Encodes every example of a split. Errors name the file and line of the example.
 absl::StatusOr<std::vector<EncodedExample>> EncodeSplit(const SplitData& split, bool pair,
-                                                        int64_t max_len, const TokenizeFn& tokenize);
+                                                        int64_t max_len,
+                                                        const TokenizeFn& tokenize);
 
 // A padded batch, row-major (B, n) with n the longest member's length.
 struct PaddedBatch {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -50,8 +51,8 @@ std::string FormatGold(const TaskSpec& task, const Example& e) {
   return e.label >= 0 ? task.labels[e.label] : "";
 }
 
-absl::Status WritePredictions(const TaskSpec& task, const TaskData& data,
-                              const SeedResult& best, const std::string& output) {
+absl::Status WritePredictions(const TaskSpec& task, const TaskData& data, const SeedResult& best,
+                              const std::string& output) {
   const std::string pred_dir = JoinPath(output, "predictions");
   GMLP_RETURN_IF_ERROR(MakeDirs(pred_dir));
   for (const SplitData& split : data.eval_raw) {
@@ -117,8 +118,8 @@ nlohmann::json SummarizeSeeds(const std::vector<SeedResult>& seeds) {
       std::vector<double> values;
       for (const SeedResult& s : seeds) values.push_back(s.best.at(split).at(metric));
       const SeedStats st = Summarize(values);
-      summary[split][metric] = {{"values", values}, {"mean", st.mean},   {"median", st.median},
-                                {"std", st.std},    {"min", st.min},     {"max", st.max}};
+      summary[split][metric] = {{"values", values}, {"mean", st.mean}, {"median", st.median},
+                                {"std", st.std},    {"min", st.min},   {"max", st.max}};
     }
   }
   return summary;
@@ -135,7 +136,8 @@ absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
   std::string tokenizer_path;
   EncoderFactory make_encoder;
   if (!job.init.empty()) {
-    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(job.init));
+    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre,
+                          pretrain::LoadPretrainedEncoder(job.init));
     config = pre.config;
     tokenizer_path = pre.tokenizer_path;
     const std::string init = job.init;
@@ -167,9 +169,9 @@ absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
     };
   }
   if (job.options.max_len > config.max_seq_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_len=", job.options.max_len, " exceeds the encoder's max_seq_len (",
-                     config.max_seq_len, "); lower --max_len"));
+    return absl::InvalidArgumentError(absl::StrCat("--max_len=", job.options.max_len,
+                                                   " exceeds the encoder's max_seq_len (",
+                                                   config.max_seq_len, "); lower --max_len"));
   }
 
   // Read and encode every split.
@@ -218,8 +220,8 @@ absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
     data.test_raw.push_back(std::move(d));
   }
   std::fprintf(stderr, "finetune %s: %zu train examples, eval %s; %s encoder, %zu seed(s)\n",
-               task.name.c_str(), data.train.size(), task.eval[0].name.c_str(),
-               config.arch.c_str(), job.seeds.size());
+               task.name.c_str(), data.train.size(), task.eval[0].name.c_str(), config.arch.c_str(),
+               job.seeds.size());
 
   // k seeds; the best (by eval[0]'s primary metric) is saved.
   std::vector<SeedResult> results;
@@ -247,6 +249,20 @@ absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
                         {"selection_split", task.eval[0].name},
                         {"selection_metric", task.primary_metric()},
                         {"best_seed", best.result.seed}};
+  if (!task.is_regression()) {
+    // What always answering the most frequent label scores: the floor the seeds must beat.
+    nlohmann::json majority = nlohmann::json::object();
+    for (const EncodedSplit& split : data.evals) {
+      std::map<int64_t, int64_t> counts;
+      int64_t top = 0;
+      for (const EncodedExample& e : split.examples) top = std::max(top, ++counts[e.label]);
+      if (!split.examples.empty()) {
+        majority[split.name] =
+            static_cast<double>(top) / static_cast<double>(split.examples.size());
+      }
+    }
+    out["majority_class_accuracy"] = majority;
+  }
   out["seeds"] = nlohmann::json::array();
   for (const SeedResult& r : results) out["seeds"].push_back(r.ToJson());
   out["summary"] = SummarizeSeeds(results);

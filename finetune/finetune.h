@@ -5,10 +5,9 @@
 #define GMLP_FINETUNE_FINETUNE_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "finetune/trainer.h"

@@ -28,7 +28,8 @@ ABSL_FLAG(std::string, init, kJob.init,
 ABSL_FLAG(std::string, preset, kJob.preset,
           "only without --init: finetune a randomly initialized encoder of this preset");
 ABSL_DECLARE_FLAG(std::string, tokenizer);  // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(std::string, output);  // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(std::string, output);     // cli/shared_flags.cc
+ABSL_DECLARE_FLAG(bool, bf16);              // cli/shared_flags.cc
 ABSL_FLAG(std::string, seeds, "1", "comma-separated seeds, one finetuning run each (e.g. 1,2,3)");
 ABSL_FLAG(double, lr, kOpt.lr, "peak learning rate (AdamW, linear warmup then linear decay)");
 ABSL_FLAG(int64_t, batch_size, kOpt.batch_size, "training examples per step");
@@ -62,7 +63,7 @@ int FinetuneMain(int argc, char** argv) {
   // Shared flags (cli/shared_flags.cc) take this subcommand's defaults.
   absl::SetFlag(&FLAGS_output, kJob.output);
   absl::SetFlag(&FLAGS_tokenizer, kJob.tokenizer);
-  ParseSubcommandFlags(argc, argv, "finetune_main.cc", usage);
+  ParseSubcommandFlags(argc, argv, {"finetune_main.cc", {"bf16", "output", "tokenizer"}}, usage);
   finetune::FinetuneJob job;
   job.task = absl::GetFlag(FLAGS_task);
   job.task_spec = absl::GetFlag(FLAGS_task_spec);
@@ -87,6 +88,7 @@ int FinetuneMain(int argc, char** argv) {
   o.clip_norm = absl::GetFlag(FLAGS_clip_norm);
   o.eval_batch_size = absl::GetFlag(FLAGS_eval_batch_size);
   o.log_every = absl::GetFlag(FLAGS_log_every);
+  o.bf16 = absl::GetFlag(FLAGS_bf16);
   auto result = finetune::RunFinetune(job);
   if (!result.ok()) return Fail(argv[0], result.status());
   std::printf("finetune: results in %s/%s\n", job.output.c_str(), finetune::kResultsFile);

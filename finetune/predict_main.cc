@@ -22,7 +22,7 @@ int PredictMain(int argc, char** argv) {
   absl::SetFlag(&FLAGS_input, "-");
   absl::SetFlag(&FLAGS_model, "");
   ParseSubcommandFlags(
-      argc, argv, "predict_main.cc",
+      argc, argv, {"predict_main.cc", {"input", "model"}},
       "gmlp predict --model=runs/ft/sst2 [--input=file|-]\n\n"
       "Prints one label (or score, for regression tasks) per input line. Pair tasks read "
       "'sentence1<TAB>sentence2' lines.");
@@ -39,9 +39,10 @@ int PredictMain(int argc, char** argv) {
     if (input != "-") {
       file.open(input);
       if (!file) {
-        return Fail(argv[0], absl::NotFoundError(absl::StrCat(
-                                 input, ": cannot open; check the path (or use --input=- for "
-                                        "stdin)")));
+        return Fail(argv[0], absl::NotFoundError(
+                                 absl::StrCat(input,
+                                              ": cannot open; check the path (or use --input=- for "
+                                              "stdin)")));
       }
       in = &file;
     }

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -135,9 +134,9 @@ absl::Status ReadTsv(const std::string& text, const TaskSpec& task, const SplitS
           out->path, ":1: the header has no column '", col, "' (for ", kRoleNames[r],
           "); columns are: ", absl::StrJoin(header, ", "), ". Fix the task spec or the file"));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          out->path, ": column '", col, "' (for ", kRoleNames[r],
-          ") is a name, but this split has no header; give a 0-based column number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(out->path, ": column '", col, "' (for ", kRoleNames[r],
+                       ") is a name, but this split has no header; give a 0-based column number"));
     }
     needed = std::max(needed, col_index[r] + 1);
   }
@@ -214,8 +213,8 @@ absl::Status ReadJsonl(const std::string& text, const TaskSpec& task, const Spli
     try {
       obj = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": not a JSON object (", e.what(), "); jsonl wants one object per line"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object (", e.what(),
+                                                     "); jsonl wants one object per line"));
     }
     GMLP_RETURN_IF_ERROR(AddJsonRow(obj, line_no, where, split, &builder));
   }

@@ -15,7 +15,7 @@
 namespace gmlp::finetune {
 
 struct Example {
-  std::string id;      // the index column, else the 0-based row number within the split
+  std::string id;  // the index column, else the 0-based row number within the split
   std::string text_a;
   std::string text_b;  // empty for single-sentence tasks
   int64_t label = -1;  // class index into TaskSpec::labels; -1 = unlabeled or regression

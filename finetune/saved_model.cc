@@ -39,8 +39,7 @@ absl::Status SaveFinetunedModel(const std::string& dir, const model::SequenceCla
   if (PathExists(tmp)) GMLP_RETURN_IF_ERROR(pretrain::RemoveTree(tmp));
   GMLP_RETURN_IF_ERROR(MakeDirs(tmp));
   GMLP_RETURN_IF_ERROR(model::SaveModule(clf, JoinPath(tmp, kModelPt)));
-  GMLP_RETURN_IF_ERROR(
-      WriteFileAtomic(JoinPath(tmp, kConfigJson), config.ToJson().dump(2) + "\n"));
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(tmp, kConfigJson), config.ToJson().dump(2) + "\n"));
   const nlohmann::json task_json = {{"task", task.ToJson()}, {"max_len", max_len}};
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(tmp, kTaskJson), task_json.dump(2) + "\n"));
   GMLP_ASSIGN_OR_RETURN(std::string tok, ReadFile(tokenizer_path));
@@ -89,10 +88,10 @@ absl::StatusOr<std::vector<std::string>> PredictLines(FinetunedModel& m,
   for (size_t i = 0; i < lines.size(); ++i) {
     std::vector<std::string> fields = SplitTsvLine(lines[i]);
     if (pair && fields.size() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          origin, ":", i + 1, ": task ", m.task.name,
-          " is a sentence-pair task: expected 'sentence1<TAB>sentence2', found ", fields.size(),
-          " tab-separated field(s)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ":", i + 1, ": task ", m.task.name,
+                       " is a sentence-pair task: expected 'sentence1<TAB>sentence2', found ",
+                       fields.size(), " tab-separated field(s)"));
     }
     const std::string text_a = pair ? fields[0] : std::string(lines[i]);
     a.clear();

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 
@@ -52,7 +52,7 @@ struct CellSpec {
   std::string name;
   std::string arch;
   std::string size;
-  std::string sgu;        // "" for encoders without an SGU
+  std::string sgu;  // "" for encoders without an SGU
   std::string preset;
   std::string overrides;  // EncoderConfig "key=value,..."
   bool finetune = true;
@@ -225,6 +225,7 @@ nlohmann::json StudyConfig::ToJson() const {
           {"pretrain_batch", pretrain_batch},
           {"pretrain_lr", pretrain_lr},
           {"pretrain_warmup", pretrain_warmup},
+          {"pretrain_bf16", pretrain_bf16},
           {"ppl_batches", ppl_batches},
           {"tasks", tasks},
           {"seeds", seeds},
@@ -282,9 +283,9 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
                           " -> ", v.dump(), ";");
         }
       }
-      return absl::FailedPreconditionError(absl::StrCat(
-          out, " holds a study run with other settings (", diff,
-          " ). Resume it with the same flags, or use a new --output"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(out, " holds a study run with other settings (", diff,
+                       " ). Resume it with the same flags, or use a new --output"));
     }
   }
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n"));
@@ -381,6 +382,7 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
                          {"micro_batch", config.pretrain_batch},
                          {"lr", config.pretrain_lr},
                          {"warmup_steps", std::min(config.pretrain_warmup, config.pretrain_steps)},
+                         {"bf16", config.pretrain_bf16},
                          {"eval_every", 0},
                          {"checkpoint_every", std::max<int64_t>(50, config.pretrain_steps / 4)},
                          {"keep_checkpoints", 1},
@@ -392,16 +394,17 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
       GMLP_ASSIGN_OR_RETURN(r.mlm_loss, HeldOutMlmLoss(pre_dir, shard_dir, config.pretrain_batch,
                                                        config.ppl_batches));
       GMLP_RETURN_IF_ERROR(WriteFileAtomic(
-          pre_json, nlohmann::json({{"mlm_loss", r.mlm_loss}, {"seconds", r.pretrain_seconds}})
-                            .dump(2)));
+          pre_json,
+          nlohmann::json({{"mlm_loss", r.mlm_loss}, {"seconds", r.pretrain_seconds}}).dump(2)));
     }
     r.mlm_perplexity = std::exp(r.mlm_loss);
-    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(pre_dir));
+    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre,
+                          pretrain::LoadPretrainedEncoder(pre_dir));
     const model::ParamCount pcount = model::CountParameters(pre.config);
     r.params = pcount.total;
     r.non_embedding_params = pcount.non_embedding();
     progress(absl::StrCat(where, ": ", r.params, " parameters, held-out MLM perplexity ",
-                     r.mlm_perplexity));
+                          r.mlm_perplexity));
 
     // Finetuning: one directory per task, skipped when its results.json exists.
     if (cell.finetune) {
@@ -415,7 +418,7 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
           GMLP_ASSIGN_OR_RETURN(res, ReadJsonFile(results_json));
         } else {
           progress(absl::StrCat(where, ": finetuning ", task.name, " x ", config.seeds.size(),
-                           " seed(s)"));
+                                " seed(s)"));
           FinetuneJob job;
           job.task = task.glue_task;
           job.task_spec = task.task_spec;
@@ -423,9 +426,8 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
             // Relative to the repo root: found from the build directory (build/gmlp) or the
             // source tree this was built from when the study runs elsewhere (tests).
             const std::string beside = JoinPath(JoinPath(ExecutableDir(), ".."), task.task_spec);
-            job.task_spec = PathExists(beside)
-                                ? beside
-                                : JoinPath(GMLP_STUDY_SOURCE_DIR, task.task_spec);
+            job.task_spec =
+                PathExists(beside) ? beside : JoinPath(GMLP_STUDY_SOURCE_DIR, task.task_spec);
           }
           job.data_dir = task.glue_task.empty() ? config.data_dir
                                                 : JoinPath(config.data_dir, task.data_subdir);
@@ -444,17 +446,21 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
         score.kind = task.kind;
         score.split = task.report_split;
         score.metric = task.metric;
+        if (task.metric == "accuracy" && res.contains("majority_class_accuracy") &&
+            res["majority_class_accuracy"].contains(task.report_split)) {
+          score.majority = res["majority_class_accuracy"][task.report_split].get<double>();
+        }
         for (const auto& s : res.at("seeds")) {
           if (!s["best"].contains(task.report_split)) {
-            return absl::InternalError(absl::StrCat(results_json, ": no split '",
-                                                    task.report_split, "' in the results"));
+            return absl::InternalError(
+                absl::StrCat(results_json, ": no split '", task.report_split, "' in the results"));
           }
           score.seeds.push_back(s["seed"].get<uint64_t>());
           score.values.push_back(s["best"][task.report_split][task.metric].get<double>());
         }
         const SeedStats st = Summarize(score.values);
         progress(absl::StrCat(where, ": ", task.name, " ", task.report_split, " ", task.metric,
-                         " median ", st.median, " (std ", st.std, ")"));
+                              " median ", st.median, " (std ", st.std, ")"));
         r.scores.push_back(std::move(score));
       }
       r.finetune_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -470,14 +476,15 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
       {"corpus", absl::StrCat(config.corpus, " (first ", config.corpus_mb, " MB)")},
       {"tokenizer", absl::StrCat(tokenizer_model, " (vocab ", config.vocab_size, ")")},
       {"shards", absl::StrCat(shard_dir, " (seq_len ", config.seq_len, ")")},
-      {"pretraining", absl::StrCat(config.pretrain_steps, " steps x ", config.pretrain_batch,
-                                   " sequences, lr ", config.pretrain_lr, ", warmup ",
-                                   config.pretrain_warmup, " (same for every cell)")},
-      {"finetuning", absl::StrCat(config.finetune.epochs, " epochs, batch ",
-                                  config.finetune.batch_size, ", lr ", config.finetune.lr,
-                                  ", max_len ", config.finetune.max_len, ", train subset ",
-                                  config.max_train_examples, ", eval subset ",
-                                  config.max_eval_examples, " (0 = all)")},
+      {"pretraining",
+       absl::StrCat(config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
+                    config.pretrain_lr, ", warmup ", config.pretrain_warmup,
+                    config.pretrain_bf16 ? ", bf16 autocast" : ", fp32", " (same for every cell)")},
+      {"finetuning",
+       absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size, ", lr ",
+                    config.finetune.lr, ", max_len ", config.finetune.max_len, ", train subset ",
+                    config.max_train_examples, ", eval subset ", config.max_eval_examples,
+                    " (0 = all)")},
       {"seeds", absl::StrJoin(config.seeds, ",")},
       {"tasks", absl::StrJoin(config.tasks, ", ") +
                     " (MNLI-like = train on the 9k MNLI subset, report XNLI English test; not "
@@ -486,8 +493,8 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   absl::Status st = WriteStudyOutputs(results, ctx, out);
   if (!st.ok()) progress(absl::StrCat("warning: ", st.message()));
   const std::string report = JoinPath(out, "report.md");
-  progress(absl::StrCat("done: report ", report, ", results ", JoinPath(out, "results.csv"), ", plot ",
-                   JoinPath(out, "accuracy_vs_params.png")));
+  progress(absl::StrCat("done: report ", report, ", results ", JoinPath(out, "results.csv"),
+                        ", plot ", JoinPath(out, "accuracy_vs_params.png")));
   return report;
 }
 

@@ -32,6 +32,7 @@ ABSL_DECLARE_FLAG(int64_t, max_len);
 ABSL_DECLARE_FLAG(double, weight_decay);
 ABSL_DECLARE_FLAG(int64_t, max_train_examples);
 ABSL_DECLARE_FLAG(int64_t, max_eval_examples);
+ABSL_DECLARE_FLAG(bool, bf16);  // cli/shared_flags.cc: pretraining and finetuning
 
 ABSL_FLAG(bool, smoke, false,
           "a two-cell grid with a few steps (minutes): checks the whole pipeline end to end");
@@ -56,6 +57,7 @@ ABSL_FLAG(int64_t, pretrain_steps, kStudy.pretrain_steps, "pretraining steps per
 ABSL_FLAG(int64_t, pretrain_batch, kStudy.pretrain_batch, "sequences per pretraining step");
 ABSL_FLAG(double, pretrain_lr, kStudy.pretrain_lr, "peak pretraining learning rate");
 ABSL_FLAG(int64_t, pretrain_warmup, kStudy.pretrain_warmup, "pretraining warmup steps");
+
 ABSL_FLAG(int64_t, ppl_batches, kStudy.ppl_batches,
           "validation batches for the held-out MLM perplexity");
 ABSL_FLAG(std::string, tasks, Join(kStudy.tasks),
@@ -79,11 +81,16 @@ int StudyMain(int argc, char** argv) {
   absl::SetFlag(&FLAGS_weight_decay, ft.weight_decay);
   absl::SetFlag(&FLAGS_max_train_examples, kStudy.max_train_examples);
   absl::SetFlag(&FLAGS_max_eval_examples, kStudy.max_eval_examples);
+  absl::SetFlag(&FLAGS_bf16, kStudy.pretrain_bf16);
   // Shared flags (cli/shared_flags.cc) take this subcommand's defaults.
   absl::SetFlag(&FLAGS_seq_len, kStudy.seq_len);
   absl::SetFlag(&FLAGS_vocab_size, kStudy.vocab_size);
   ParseSubcommandFlags(
-      argc, argv, std::vector<std::string>{"study_main.cc", "finetune_main.cc"},
+      argc, argv,
+      {"study_main.cc",
+       {"batch_size", "bf16", "data_dir", "epochs", "lr", "max_eval_examples", "max_len",
+        "max_train_examples", "output", "seeds", "seq_len", "tokenizer", "vocab_size", "warmup",
+        "weight_decay"}},
       "gmlp study [--output=runs/study] [--smoke] [--archs --sizes --tasks --seeds ...]\n\n"
       "Runs the accuracy-vs-parameters study of \"Pay Attention to MLPs\" end to end on the "
       "shared data: tokenizer, shards, then per cell (encoder x size) MLM pretraining for the "
@@ -121,6 +128,8 @@ int StudyMain(int argc, char** argv) {
   pick(absl::GetFlag(FLAGS_pretrain_batch), kStudy.pretrain_batch, &c.pretrain_batch);
   pick(absl::GetFlag(FLAGS_pretrain_lr), kStudy.pretrain_lr, &c.pretrain_lr);
   pick(absl::GetFlag(FLAGS_pretrain_warmup), kStudy.pretrain_warmup, &c.pretrain_warmup);
+  pick(absl::GetFlag(FLAGS_bf16), kStudy.pretrain_bf16, &c.pretrain_bf16);
+  pick(absl::GetFlag(FLAGS_bf16), kStudy.finetune.bf16, &c.finetune.bf16);
   pick(absl::GetFlag(FLAGS_ppl_batches), kStudy.ppl_batches, &c.ppl_batches);
   pick(list(absl::GetFlag(FLAGS_tasks)), kStudy.tasks, &c.tasks);
   auto seeds = finetune::ParseSeeds(absl::GetFlag(FLAGS_seeds));

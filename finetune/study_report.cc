@@ -35,8 +35,8 @@ const std::vector<StudyTask>& StudyTaskTable() {
 
 // Sizes in growing order; unknown sizes sort last, by name.
 int SizeRank(const std::string& size) {
-  static const std::vector<std::string> kOrder = {"nano", "tiny", "mini", "small", "medium",
-                                                  "base", "large"};
+  static const std::vector<std::string> kOrder = {"nano",   "tiny", "mini", "small",
+                                                  "medium", "base", "large"};
   auto it = std::find(kOrder.begin(), kOrder.end(), size);
   return it == kOrder.end() ? 100 : static_cast<int>(it - kOrder.begin());
 }
@@ -126,12 +126,23 @@ struct Diff {
   double value = 0;
   double spread = 0;
   bool ok = false;
+  bool at_floor = false;  // not ok because a side did not beat the majority class
 };
+
+// A score whose seed median is within a point of the majority-class accuracy learned nothing
+// usable: differences against it say nothing about the architectures.
+bool AtFloor(const TaskScore& s, double median) {
+  return s.majority >= 0 && median <= s.majority + 0.01;
+}
 
 Diff DiffOf(const TaskScore* a, const TaskScore* b) {
   Diff d;
   if (a == nullptr || b == nullptr || a->values.empty() || b->values.empty()) return d;
   const SeedStats sa = Summarize(a->values), sb = Summarize(b->values);
+  if (AtFloor(*a, sa.median) || AtFloor(*b, sb.median)) {
+    d.at_floor = true;
+    return d;
+  }
   d.value = sa.median - sb.median;
   d.spread = std::sqrt(sa.std * sa.std + sb.std * sb.std);
   d.ok = true;
@@ -157,7 +168,7 @@ Diff MeanDiff(const std::vector<Diff>& diffs) {
 }
 
 std::string DiffText(const Diff& d) {
-  if (!d.ok) return "n/a";
+  if (!d.ok) return d.at_floor ? "n/a (floor)" : "n/a";
   return absl::StrCat(SignedPts(d.value), " ± ", Pts(d.spread));
 }
 
@@ -167,8 +178,8 @@ absl::StatusOr<StudyTask> FindStudyTask(const std::string& name) {
   for (const StudyTask& t : StudyTaskTable()) {
     if (absl::EqualsIgnoreCase(t.name, name)) return t;
   }
-  return absl::InvalidArgumentError(absl::StrCat("--tasks: unknown study task '", name,
-                                                 "'; known: ", absl::StrJoin(StudyTaskNames(), ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--tasks: unknown study task '", name, "'; known: ", absl::StrJoin(StudyTaskNames(), ", ")));
 }
 
 std::vector<std::string> StudyTaskNames() {
@@ -196,7 +207,8 @@ nlohmann::json CellResult::ToJson() const {
                            {"split", s.split},
                            {"metric", s.metric},
                            {"seeds", s.seeds},
-                           {"values", s.values}});
+                           {"values", s.values},
+                           {"majority", s.majority}});
   }
   return j;
 }
@@ -223,6 +235,7 @@ absl::StatusOr<CellResult> CellResult::FromJson(const nlohmann::json& j) {
       t.metric = s.at("metric").get<std::string>();
       t.seeds = s.at("seeds").get<std::vector<uint64_t>>();
       t.values = s.at("values").get<std::vector<double>>();
+      t.majority = s.value("majority", -1.0);
       c.scores.push_back(std::move(t));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -236,19 +249,19 @@ std::string ResultsCsv(const std::vector<CellResult>& cells) {
       "cell,arch,size,sgu,params,non_embedding_params,pretrain_steps,mlm_loss,mlm_perplexity,"
       "task,kind,split,metric,seed,value\n";
   for (const CellResult& c : Sorted(cells)) {
-    const std::string head = absl::StrCat(
-        CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params, ",",
-        c.non_embedding_params, ",", c.pretrain_steps, ",", Num(c.mlm_loss), ",",
-        Num(c.mlm_perplexity));
+    const std::string head =
+        absl::StrCat(CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params, ",",
+                     c.non_embedding_params, ",", c.pretrain_steps, ",", Num(c.mlm_loss), ",",
+                     Num(c.mlm_perplexity));
     if (c.scores.empty()) {
       absl::StrAppend(&out, head, ",,,,,,\n");
       continue;
     }
     for (const TaskScore& s : c.scores) {
       for (size_t i = 0; i < s.values.size(); ++i) {
-        absl::StrAppend(&out, head, ",", CsvField(s.task), ",", s.kind, ",", CsvField(s.split),
-                        ",", s.metric, ",", i < s.seeds.size() ? s.seeds[i] : i, ",",
-                        Num(s.values[i]), "\n");
+        absl::StrAppend(&out, head, ",", CsvField(s.task), ",", s.kind, ",", CsvField(s.split), ",",
+                        s.metric, ",", i < s.seeds.size() ? s.seeds[i] : i, ",", Num(s.values[i]),
+                        "\n");
       }
     }
   }
@@ -256,7 +269,8 @@ std::string ResultsCsv(const std::vector<CellResult>& cells) {
 }
 
 std::string SummaryCsv(const std::vector<CellResult>& cells) {
-  std::string out = "cell,arch,size,sgu,params,task,kind,split,metric,seeds,median,mean,std,min,max\n";
+  std::string out =
+      "cell,arch,size,sgu,params,task,kind,split,metric,seeds,median,mean,std,min,max\n";
   for (const CellResult& c : Sorted(cells)) {
     for (const TaskScore& s : c.scores) {
       const SeedStats st = Summarize(s.values);
@@ -317,22 +331,38 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     }
     absl::StrAppend(&md, "\n");
   }
+  bool any_majority = false;
+  for (const TaskScore* t : tasks) any_majority = any_majority || t->majority >= 0;
+  if (any_majority) {
+    absl::StrAppend(&md, "| *majority class* | |");
+    for (const TaskScore* t : tasks) {
+      absl::StrAppend(&md, " ", t->majority >= 0 ? Pts(t->majority) : std::string("–"), " |");
+    }
+    absl::StrAppend(&md,
+                    "\n\n*majority class*: the score of always answering the reported "
+                    "split's most frequent label; a cell at that level has learned nothing "
+                    "usable for the task.\n");
+  }
 
   // Finding section.
-  absl::StrAppend(&md, "\n## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
+  absl::StrAppend(&md,
+                  "\n## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
   absl::StrAppend(
       &md,
       "The paper's pattern: at equal size gMLP matches the Transformer on single-sentence tasks "
       "(SST-2) but trails it on cross-sentence tasks (MNLI), and aMLP (gMLP with a tiny "
       "attention) closes or reverses that gap. Below, `gMLP − T` is the difference of seed "
       "medians in points; `±` is the seed spread sqrt(std_a² + std_b²) (for a group of tasks: "
-      "that of the mean).\n\n");
+      "that of the mean). `n/a (floor)`: one of the two cells is within a point of the "
+      "majority-class score, so the difference says nothing about the architectures and is "
+      "left out of the verdict.\n\n");
   std::set<std::string> sizes_seen;
   std::vector<std::string> sizes;
   for (const CellResult& c : cells) {
     if (sizes_seen.insert(c.size).second) sizes.push_back(c.size);
   }
-  absl::StrAppend(&md, "| size | task | kind | Transformer | gMLP | aMLP | gMLP − T | aMLP − T |\n");
+  absl::StrAppend(&md,
+                  "| size | task | kind | Transformer | gMLP | aMLP | gMLP − T | aMLP − T |\n");
   absl::StrAppend(&md, "|---|---|---|---:|---:|---:|---:|---:|\n");
   struct SizeFinding {
     std::string size;
@@ -361,8 +391,9 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     }
     findings.push_back({size, MeanDiff(gs), MeanDiff(gc), MeanDiff(as), MeanDiff(ac)});
   }
-  absl::StrAppend(&md, "\n| size | gMLP − T, single | gMLP − T, cross | aMLP − T, single | aMLP − T, "
-                       "cross |\n|---|---:|---:|---:|---:|\n");
+  absl::StrAppend(&md,
+                  "\n| size | gMLP − T, single | gMLP − T, cross | aMLP − T, single | aMLP − T, "
+                  "cross |\n|---|---:|---:|---:|---:|\n");
   for (const SizeFinding& f : findings) {
     absl::StrAppend(&md, "| ", f.size, " | ", DiffText(f.g_single), " | ", DiffText(f.g_cross),
                     " | ", DiffText(f.a_single), " | ", DiffText(f.a_cross), " |\n");
@@ -372,8 +403,8 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
   for (const SizeFinding& f : findings) {
     if (!f.g_single.ok || !f.g_cross.ok) {
       absl::StrAppend(&md, "- **", f.size,
-                      "**: cannot judge (needs gMLP and Transformer on both a single-sentence and "
-                      "a cross-sentence task).\n");
+                      "**: cannot judge (needs gMLP and the Transformer above the majority-class "
+                      "floor on both a single-sentence and a cross-sentence task).\n");
       continue;
     }
     ++judged;
@@ -385,15 +416,17 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     bool a_holds = false;
     if (gap < -gap_spread) {
       a_holds = true;
-      a_text = absl::StrCat("gMLP trails the Transformer more on cross-sentence tasks than on "
-                            "single-sentence ones (by ",
-                            Pts(-gap), " points, spread ", Pts(gap_spread), ")");
+      a_text = absl::StrCat(
+          "gMLP trails the Transformer more on cross-sentence tasks than on "
+          "single-sentence ones (by ",
+          Pts(-gap), " points, spread ", Pts(gap_spread), ")");
     } else if (gap > gap_spread) {
       a_text = absl::StrCat("gMLP does relatively *better* on cross-sentence tasks (by ", Pts(gap),
                             " points, spread ", Pts(gap_spread), "), the opposite of the paper");
     } else {
-      a_text = absl::StrCat("the cross- vs single-sentence difference of gMLP − T (", SignedPts(gap),
-                            " points) is within the seed spread (", Pts(gap_spread), ")");
+      a_text =
+          absl::StrCat("the cross- vs single-sentence difference of gMLP − T (", SignedPts(gap),
+                       " points) is within the seed spread (", Pts(gap_spread), ")");
     }
     std::string b_text;
     bool b_holds = false;
@@ -403,8 +436,10 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
           std::sqrt(f.a_cross.spread * f.a_cross.spread + f.g_cross.spread * f.g_cross.spread);
       if (gain > gain_spread) {
         b_holds = true;
-        b_text = absl::StrCat("aMLP gains ", Pts(gain), " points over gMLP on cross-sentence tasks "
-                              "(spread ", Pts(gain_spread), ")");
+        b_text = absl::StrCat("aMLP gains ", Pts(gain),
+                              " points over gMLP on cross-sentence tasks "
+                              "(spread ",
+                              Pts(gain_spread), ")");
       } else {
         b_text = absl::StrCat("aMLP vs gMLP on cross-sentence tasks: ", SignedPts(gain),
                               " points, not beyond the spread (", Pts(gain_spread), ")");
@@ -414,32 +449,47 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     }
     const bool holds = a_holds && b_holds;
     appears += holds;
-    absl::StrAppend(&md, "- **", f.size, "**: ", a_text, "; ", b_text, ". Pattern ",
-                    holds ? "**appears**" : (a_holds || b_holds ? "**partly appears**"
-                                                                : "**does not appear**"),
-                    " at this size.\n");
+    absl::StrAppend(
+        &md, "- **", f.size, "**: ", a_text, "; ", b_text, ". Pattern ",
+        holds ? "**appears**" : (a_holds || b_holds ? "**partly appears**" : "**does not appear**"),
+        " at this size.\n");
   }
   absl::StrAppend(&md, "\n**Plainly:** ");
+  const int sizes_run = static_cast<int>(findings.size());
   if (judged == 0) {
-    absl::StrAppend(&md, "not enough cells finished to judge the paper's pattern.\n");
-  } else if (appears == judged) {
-    absl::StrAppend(&md, "the paper's pattern (gMLP weaker on cross-sentence tasks, fixed by a "
-                         "tiny attention) appears at every size run here.\n");
-  } else if (appears > 0) {
-    absl::StrAppend(&md, "the paper's pattern appears at ", appears, " of ", judged,
-                    " sizes run here, not at the others.\n");
+    absl::StrAppend(&md,
+                    "not enough cells finished above the majority-class floor to judge the "
+                    "paper's pattern.\n");
   } else {
-    absl::StrAppend(&md, "the paper's pattern does not appear at the scale run here (tiny models, "
-                         "short pretraining, small finetuning sets: differences are mostly "
-                         "within seed noise).\n");
+    if (appears == judged) {
+      absl::StrAppend(&md,
+                      "the paper's pattern (gMLP weaker on cross-sentence tasks, fixed by a "
+                      "tiny attention) appears at every size ",
+                      judged < sizes_run ? "that could be judged" : "run here");
+    } else if (appears > 0) {
+      absl::StrAppend(&md, "the paper's pattern appears at ", appears, " of the ", judged,
+                      " sizes that could be judged, not at the others");
+    } else {
+      absl::StrAppend(&md,
+                      "the paper's pattern does not appear at the scale run here (tiny models, "
+                      "short pretraining, small finetuning sets: differences are mostly "
+                      "within seed noise)");
+    }
+    if (judged < sizes_run) {
+      absl::StrAppend(&md, "; ", sizes_run - judged, " of ", sizes_run,
+                      " sizes could not be judged (cells at the majority-class floor)");
+    }
+    absl::StrAppend(&md, ".\n");
   }
 
   // Perplexity table.
   absl::StrAppend(&md, "\n## Held-out MLM perplexity\n\n");
-  absl::StrAppend(&md, "Masked-token cross-entropy on the shards' validation split, the same masked "
-                       "positions for every cell. The paper's SGU ablation (Table 3) orders the "
-                       "variants split < multiplicative < additive < linear (lower is better).\n\n");
-  absl::StrAppend(&md, "| encoder | arch | SGU | params | pretrain steps | MLM loss | perplexity |\n");
+  absl::StrAppend(&md,
+                  "Masked-token cross-entropy on the shards' validation split, the same masked "
+                  "positions for every cell. The paper's SGU ablation (Table 3) orders the "
+                  "variants split < multiplicative < additive < linear (lower is better).\n\n");
+  absl::StrAppend(&md,
+                  "| encoder | arch | SGU | params | pretrain steps | MLM loss | perplexity |\n");
   absl::StrAppend(&md, "|---|---|---|---:|---:|---:|---:|\n");
   for (const CellResult& c : cells) {
     absl::StrAppend(&md, "| ", c.name, " | ", ArchLabel(c.arch), " | ", c.sgu.empty() ? "–" : c.sgu,
@@ -463,8 +513,8 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     for (const std::string& p : paper) {
       if (std::find(observed.begin(), observed.end(), p) != observed.end()) expected.push_back(p);
     }
-    absl::StrAppend(&md, "\nSGU variants of gMLP-", key.second, ", best to worst: ",
-                    absl::StrJoin(observed, " < "), ". ",
+    absl::StrAppend(&md, "\nSGU variants of gMLP-", key.second,
+                    ", best to worst: ", absl::StrJoin(observed, " < "), ". ",
                     observed == expected ? "This **matches** the paper's order."
                                          : absl::StrCat("The paper's order would be ",
                                                         absl::StrJoin(expected, " < "),
@@ -492,8 +542,8 @@ absl::Status WritePlot(const std::vector<CellResult>& unsorted, const std::strin
         const TaskScore* s = FindScore(c, task->task);
         if (s == nullptr || s->values.empty()) continue;
         const SeedStats st = Summarize(s->values);
-        absl::StrAppend(&dat, c.params, " ", 100 * st.median, " ", 100 * st.min, " ",
-                        100 * st.max, "\n");
+        absl::StrAppend(&dat, c.params, " ", 100 * st.median, " ", 100 * st.min, " ", 100 * st.max,
+                        "\n");
         min_p = std::min(min_p, c.params);
         max_p = std::max(max_p, c.params);
         ++rows;
@@ -511,16 +561,18 @@ absl::Status WritePlot(const std::vector<CellResult>& unsorted, const std::strin
   const int n = static_cast<int>(panels.size());
   const int width = std::max(480, 420 * n), height = 420;
   std::string body = absl::StrCat(
-      "set multiplot layout 1,", n, " title 'Finetuning score vs parameters (median over seeds, "
+      "set multiplot layout 1,", n,
+      " title 'Finetuning score vs parameters (median over seeds, "
       "bars: min-max)'\n",
       "set logscale x 10\nset xrange [", min_p / 1.5, ":", max_p * 1.5, "]\n",
       "set format x '%.1s%c'\nset xlabel 'parameters (log scale)'\nset ylabel 'score (points)'\n",
       "set key top left reverse Left samplen 2\nset grid\n",
-      "set offsets graph 0, graph 0, graph 0.15, graph 0.15\n", absl::StrJoin(panels, ""), "unset multiplot\n");
+      "set offsets graph 0, graph 0, graph 0.15, graph 0.15\n", absl::StrJoin(panels, ""),
+      "unset multiplot\n");
   const std::string script = absl::StrCat(
       "# Generated by `gmlp study`; re-render with: cd ", dir, " && gnuplot ", basename, ".gp\n",
-      "set terminal pngcairo noenhanced size ", width, ",", height, " font ',10'\n", "set output '", basename,
-      ".png.tmp'\n", body, "set terminal svg noenhanced size ", width, ",", height,
+      "set terminal pngcairo noenhanced size ", width, ",", height, " font ',10'\n", "set output '",
+      basename, ".png.tmp'\n", body, "set terminal svg noenhanced size ", width, ",", height,
       " font 'sans,10' background rgb 'white'\n", "set output '", basename, ".svg.tmp'\n", body,
       "set output\n");
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, basename + ".gp"), script));
@@ -530,9 +582,8 @@ absl::Status WritePlot(const std::vector<CellResult>& unsorted, const std::strin
                      dir, " && gnuplot ", basename, ".gp`"));
   }
   const std::string log = JoinPath(dir, basename + ".gnuplot.log");
-  const std::string cmd =
-      absl::StrCat("cd '", dir, "' && gnuplot '", basename, ".gp' > '", basename,
-                   ".gnuplot.log' 2>&1");
+  const std::string cmd = absl::StrCat("cd '", dir, "' && gnuplot '", basename, ".gp' > '",
+                                       basename, ".gnuplot.log' 2>&1");
   if (std::system(cmd.c_str()) != 0) {
     auto text = ReadFile(log);
     return absl::InternalError(absl::StrCat("gnuplot failed on ", JoinPath(dir, basename + ".gp"),

@@ -6,10 +6,9 @@
 #define GMLP_FINETUNE_STUDY_REPORT_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -19,11 +18,11 @@ namespace gmlp::finetune {
 // A task as the study uses it: which finetuning task, which split/metric is reported, and
 // whether it is single-sentence or cross-sentence (the paper's split of GLUE).
 struct StudyTask {
-  std::string name;       // "SST-2", "MNLI-like", ...
-  std::string glue_task;  // a GLUE task name, or
-  std::string task_spec;  // a task spec file (relative to the repo root or absolute)
+  std::string name;         // "SST-2", "MNLI-like", ...
+  std::string glue_task;    // a GLUE task name, or
+  std::string task_spec;    // a task spec file (relative to the repo root or absolute)
   std::string data_subdir;  // GLUE: the task's folder under the data root
-  std::string kind;       // single | cross
+  std::string kind;         // single | cross
   std::string report_split;
   std::string metric;
 };
@@ -40,6 +39,9 @@ struct TaskScore {
   std::string metric;
   std::vector<uint64_t> seeds;
   std::vector<double> values;  // best-epoch value per seed
+  // Accuracy of always predicting the split's most frequent label; < 0 when not applicable
+  // (other metrics, or results written before it was recorded).
+  double majority = -1;
 };
 
 // One cell of the grid: an encoder at a size (and SGU variant), pretrained, then finetuned.

@@ -24,8 +24,8 @@ const std::set<std::string>& KnownLayouts() {
 }
 
 // A GLUE TSV split with a header row.
-SplitSpec Tsv(std::string name, std::string file, std::string s1, std::string s2,
-              std::string label, std::string index = "") {
+SplitSpec Tsv(std::string name, std::string file, std::string s1, std::string s2, std::string label,
+              std::string index = "") {
   SplitSpec s;
   s.name = std::move(name);
   s.file = std::move(file);
@@ -109,16 +109,17 @@ std::vector<TaskSpec> BuildGlueTable() {
     c.labels = {"contradiction", "entailment", "neutral"};
     c.metrics = {"accuracy"};
     c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "gold_label", "index");
-    c.eval = {Tsv("dev_matched", "dev_matched.tsv", "sentence1", "sentence2", "gold_label", "index"),
-              Tsv("dev_mismatched", "dev_mismatched.tsv", "sentence1", "sentence2", "gold_label",
-                  "index")};
-    SplitSpec ax = TestTsv("diagnostic", "../diagnostic/diagnostic.tsv", "sentence1", "sentence2",
-                           "AX.tsv");
+    c.eval = {
+        Tsv("dev_matched", "dev_matched.tsv", "sentence1", "sentence2", "gold_label", "index"),
+        Tsv("dev_mismatched", "dev_mismatched.tsv", "sentence1", "sentence2", "gold_label",
+            "index")};
+    SplitSpec ax =
+        TestTsv("diagnostic", "../diagnostic/diagnostic.tsv", "sentence1", "sentence2", "AX.tsv");
     ax.optional = true;
-    c.test = {TestTsv("test_matched", "test_matched.tsv", "sentence1", "sentence2", "MNLI-m.tsv"),
-              TestTsv("test_mismatched", "test_mismatched.tsv", "sentence1", "sentence2",
-                      "MNLI-mm.tsv"),
-              ax};
+    c.test = {
+        TestTsv("test_matched", "test_matched.tsv", "sentence1", "sentence2", "MNLI-m.tsv"),
+        TestTsv("test_mismatched", "test_mismatched.tsv", "sentence1", "sentence2", "MNLI-mm.tsv"),
+        ax};
     t.push_back(c);
   }
   {
@@ -166,8 +167,8 @@ absl::Status CheckSplit(const TaskSpec& task, const SplitSpec& s, bool needs_lab
     return absl::InvalidArgumentError(absl::StrCat(where, ": no \"file\"; name the data file"));
   }
   if (!KnownLayouts().count(s.layout)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": unknown layout '", s.layout,
-                                                   "'; use tsv, jsonl or json_object"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown layout '", s.layout, "'; use tsv, jsonl or json_object"));
   }
   if (s.sentence1.empty()) {
     return absl::InvalidArgumentError(
@@ -183,8 +184,9 @@ absl::Status CheckSplit(const TaskSpec& task, const SplitSpec& s, bool needs_lab
   }
   if (!task.train.sentence2.empty() && s.sentence2.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, ": the task is a sentence-pair task (train has sentence2) but this split has no "
-               "\"sentence2\" column"));
+        where,
+        ": the task is a sentence-pair task (train has sentence2) but this split has no "
+        "\"sentence2\" column"));
   }
   return absl::OkStatus();
 }
@@ -228,9 +230,9 @@ absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec
 }  // namespace
 
 nlohmann::json SplitSpec::ToJson() const {
-  nlohmann::json j = {{"name", name},       {"file", file},           {"layout", layout},
-                      {"header", header},   {"sentence1", sentence1}, {"sentence2", sentence2},
-                      {"label", label},     {"index", index}};
+  nlohmann::json j = {{"name", name},     {"file", file},           {"layout", layout},
+                      {"header", header}, {"sentence1", sentence1}, {"sentence2", sentence2},
+                      {"label", label},   {"index", index}};
   if (!split_column.empty()) {
     j["split_column"] = split_column;
     j["split_value"] = split_value;
@@ -296,8 +298,8 @@ absl::Status TaskSpec::Validate() const {
 }
 
 nlohmann::json TaskSpec::ToJson() const {
-  nlohmann::json j = {{"name", name}, {"labels", labels}, {"metrics", metrics},
-                      {"train", train.ToJson()}};
+  nlohmann::json j = {
+      {"name", name}, {"labels", labels}, {"metrics", metrics}, {"train", train.ToJson()}};
   j["eval"] = nlohmann::json::array();
   for (const SplitSpec& s : eval) j["eval"].push_back(s.ToJson());
   j["test"] = nlohmann::json::array();
@@ -311,13 +313,13 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
     return absl::InvalidArgumentError(absl::StrCat(origin, ": a task spec is one JSON object"));
   }
   static const std::set<std::string> kKeys = {
-      "name",  "labels",       "metrics",     "train",     "eval",  "test", "skip_malformed_rows",
-      "layout", "header",      "sentence1",   "sentence2", "label", "index", "split_column",
-      "file",  "description"};
+      "name",   "labels",     "metrics",   "train",     "eval",  "test",  "skip_malformed_rows",
+      "layout", "header",     "sentence1", "sentence2", "label", "index", "split_column",
+      "file",   "description"};
   for (const auto& [key, value] : j.items()) {
     if (!kKeys.count(key)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          origin, ": unknown key \"", key, "\"; known: ", absl::StrJoin(kKeys, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": unknown key \"", key, "\"; known: ", absl::StrJoin(kKeys, ", ")));
     }
   }
   TaskSpec t;

@@ -5,10 +5,9 @@
 #ifndef GMLP_FINETUNE_TASK_H_
 #define GMLP_FINETUNE_TASK_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,8 +30,8 @@ struct SplitSpec {
   // Optional: keep only rows whose `split_column` equals `split_value` (SICK's SemEval_set).
   std::string split_column;
   std::string split_value;
-  std::string submission;  // test splits: the GLUE submission file name ("MNLI-m.tsv")
-  bool optional = false;   // a missing file is skipped (with a note) instead of an error
+  std::string submission;    // test splits: the GLUE submission file name ("MNLI-m.tsv")
+  bool optional = false;     // a missing file is skipped (with a note) instead of an error
   int64_t max_examples = 0;  // > 0: keep only the first N rows (subsets for quick runs)
 
   nlohmann::json ToJson() const;

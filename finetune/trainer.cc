@@ -11,21 +11,29 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "finetune/metrics.h"
+#include "model/autocast.h"
 #include "pretrain/optimizer.h"
 #include "pretrain/schedule.h"
 
 namespace gmlp::finetune {
 namespace {
 
-model::EncoderInput ToInput(const PaddedBatch& b) {
+// Where the classifier's parameters live (the CPU, or a GPU with a CUDA LibTorch).
+torch::Device DeviceOf(const model::SequenceClassifier& clf) {
+  for (const torch::Tensor& p : clf->parameters()) return p.device();
+  return torch::kCPU;
+}
+
+model::EncoderInput ToInput(const PaddedBatch& b, torch::Device device) {
   const auto shape = std::vector<int64_t>{b.batch, b.len};
   model::EncoderInput in;
   in.input_ids =
-      torch::from_blob(const_cast<int64_t*>(b.ids.data()), shape, torch::kLong).clone();
-  in.segment_ids =
-      torch::from_blob(const_cast<int64_t*>(b.segments.data()), shape, torch::kLong).clone();
+      torch::from_blob(const_cast<int64_t*>(b.ids.data()), shape, torch::kLong).clone().to(device);
+  in.segment_ids = torch::from_blob(const_cast<int64_t*>(b.segments.data()), shape, torch::kLong)
+                       .clone()
+                       .to(device);
   in.pad_mask = torch::from_blob(const_cast<uint8_t*>(b.mask.data()), shape, torch::kUInt8)
-                    .to(torch::kBool);
+                    .to(device, torch::kBool);
   return in;
 }
 
@@ -76,7 +84,8 @@ nlohmann::json FinetuneOptions::ToJson() const {
           {"max_len", max_len},
           {"weight_decay", weight_decay},
           {"clip_norm", clip_norm},
-          {"eval_batch_size", eval_batch_size}};
+          {"eval_batch_size", eval_batch_size},
+          {"bf16", bf16}};
 }
 
 nlohmann::json SeedResult::ToJson() const {
@@ -108,7 +117,8 @@ SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
   for (size_t begin = 0; begin < order.size(); begin += batch_size) {
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(batch_size));
     PaddedBatch b = MakeBatch(examples, order, begin, end);
-    torch::Tensor out_BC = classifier->forward(ToInput(b)).to(torch::kFloat);
+    torch::Tensor out_BC =
+        classifier->forward(ToInput(b, DeviceOf(classifier))).to(torch::kCPU, torch::kFloat);
     if (regression) {
       torch::Tensor s = out_BC.select(1, 0).contiguous();
       for (size_t i = begin; i < end; ++i) out.score[order[i]] = s[i - begin].item<float>();
@@ -146,13 +156,17 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   torch::manual_seed(seed);
   GMLP_ASSIGN_OR_RETURN(std::shared_ptr<model::EncoderImpl> encoder, make_encoder());
   if (options.max_len > encoder->config().max_seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_len=", options.max_len, " exceeds the encoder's max_seq_len (",
-        encoder->config().max_seq_len, "); lower --max_len"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_len=", options.max_len, " exceeds the encoder's max_seq_len (",
+                     encoder->config().max_seq_len, "); lower --max_len"));
   }
   SeedRun run;
   run.classifier = model::SequenceClassifier(encoder, task.num_outputs());
   model::SequenceClassifier& clf = run.classifier;
+  // A GPU when this LibTorch sees one (CUDA build), else the CPU.
+  const torch::Device device =
+      torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  clf->to(device);
 
   std::vector<torch::Tensor> params;
   for (const torch::Tensor& p : clf->parameters()) {
@@ -189,13 +203,19 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
       const size_t begin = static_cast<size_t>(s * options.batch_size);
       const size_t end = std::min(static_cast<size_t>(n), begin + options.batch_size);
       PaddedBatch b = MakeBatch(train, order, begin, end);
-      torch::Tensor out_BC = clf->forward(ToInput(b));
+      torch::Tensor out_BC;
+      {
+        model::AutocastScope autocast(options.bf16);
+        out_BC = clf->forward(ToInput(b, device));
+      }
       torch::Tensor loss;
       if (task.is_regression()) {
-        torch::Tensor target = torch::from_blob(b.scores.data(), {b.batch}, torch::kFloat).clone();
+        torch::Tensor target =
+            torch::from_blob(b.scores.data(), {b.batch}, torch::kFloat).clone().to(device);
         loss = torch::mse_loss(out_BC.select(1, 0).to(torch::kFloat), target);
       } else {
-        torch::Tensor target = torch::from_blob(b.labels.data(), {b.batch}, torch::kLong).clone();
+        torch::Tensor target =
+            torch::from_blob(b.labels.data(), {b.batch}, torch::kLong).clone().to(device);
         loss = torch::nn::functional::cross_entropy(out_BC.to(torch::kFloat), target);
       }
       for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();
@@ -205,9 +225,9 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
       optimizer.Step(lr);
       const double l = loss.item<double>();
       if (!std::isfinite(l)) {
-        return absl::InternalError(absl::StrCat(
-            task.name, " seed ", seed, ": loss is ", l, " at epoch ", epoch, " step ", s + 1,
-            "; lower --lr (now ", options.lr, ")"));
+        return absl::InternalError(absl::StrCat(task.name, " seed ", seed, ": loss is ", l,
+                                                " at epoch ", epoch, " step ", s + 1,
+                                                "; lower --lr (now ", options.lr, ")"));
       }
       loss_sum += l;
       ++loss_count;
@@ -228,10 +248,13 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
     EpochResult er;
     er.epoch = epoch;
     er.train_loss = loss_sum / std::max<int64_t>(loss_count, 1);
+    // Epochs are selected on the first eval split alone; the others are scored once, with the
+    // best epoch's weights, after training (same numbers, a fraction of the evaluation time).
     std::map<std::string, SplitPredictions> preds;
-    for (const EncodedSplit& split : evals) {
-      SplitPredictions p = Predict(clf, task.is_regression(), split.examples,
-                                   options.eval_batch_size);
+    {
+      const EncodedSplit& split = evals[0];
+      SplitPredictions p =
+          Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
       GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
       preds[split.name] = std::move(p);
     }
@@ -256,6 +279,13 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   }
   RestoreState(*clf, best_state);
   clf->eval();
+  for (size_t i = 1; i < evals.size(); ++i) {
+    const EncodedSplit& split = evals[i];
+    SplitPredictions p =
+        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
+    GMLP_ASSIGN_OR_RETURN(run.result.best[split.name], Score(task, split.examples, p));
+    run.result.predictions[split.name] = std::move(p);
+  }
   for (const EncodedSplit& split : predict) {
     run.result.predictions[split.name] =
         Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);

@@ -1,19 +1,19 @@
 // The finetuning loop: a SequenceClassifier over an encoder, AdamW with linear warmup and decay,
-// evaluation on every eval split after each epoch, the best epoch chosen on eval[0]'s primary
-// metric and its weights kept. Works on encoded examples, so tests can drive it with id-level
-// fixtures and no tokenizer.
+// evaluation on eval[0] after each epoch, the best epoch chosen on its primary metric and its
+// weights kept; the other eval splits are scored once with those weights. Works on encoded
+// examples, so tests can drive it with id-level fixtures and no tokenizer.
 #ifndef GMLP_FINETUNE_TRAINER_H_
 #define GMLP_FINETUNE_TRAINER_H_
+
+#include <torch/torch.h>
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "absl/status/statusor.h"
 #include "finetune/encode.h"
@@ -24,7 +24,7 @@
 namespace gmlp::finetune {
 
 struct FinetuneOptions {
-  double lr = 1e-4;            // peak learning rate
+  double lr = 1e-4;  // peak learning rate
   int64_t batch_size = 32;
   int64_t epochs = 3;
   double warmup = 0.1;         // fraction of all optimizer steps spent warming up linearly
@@ -32,8 +32,9 @@ struct FinetuneOptions {
   double weight_decay = 0.01;  // AdamW, not on biases and LayerNorm weights
   double clip_norm = 1.0;      // global gradient-norm clip; 0 = off
   int64_t eval_batch_size = 128;
-  int64_t log_every = 100;     // optimizer steps between progress lines; 0 = only per epoch
-  bool quiet = false;          // no progress lines at all (tests)
+  int64_t log_every = 100;  // optimizer steps between progress lines; 0 = only per epoch
+  bool quiet = false;       // no progress lines at all (tests)
+  bool bf16 = false;        // bf16 autocast for the training forward passes
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;
@@ -45,7 +46,7 @@ using SplitMetrics = std::map<std::string, std::map<std::string, double>>;
 struct EpochResult {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0;
-  SplitMetrics metrics;
+  SplitMetrics metrics;  // the selection split (eval[0]) only
 };
 
 // Predictions of one split at the best epoch: class index (or score) per example, in file order.
@@ -61,7 +62,7 @@ struct SeedResult {
   std::vector<EpochResult> epochs;
   SplitMetrics best;  // every eval split's metrics at the best epoch
   std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
-  nlohmann::json ToJson() const;  // without the predictions
+  nlohmann::json ToJson() const;                        // without the predictions
 };
 
 struct EncodedSplit {

@@ -3,14 +3,13 @@
 // results.csv, report.md and the plot, and resumes without redoing finished cells; then
 // `gmlp finetune` from one of its pretrained encoders writes results, dev predictions, the GLUE
 // submission file and a model that `gmlp predict` loads.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
@@ -146,7 +145,8 @@ void EndToEndTest::FinetuneThenPredict() {
 
   auto model = LoadFinetunedModel(job.output);
   ASSERT_TRUE(model.ok()) << model.status();
-  auto labels = PredictLines(*model, {"a gorgeous , witty , seductive movie .", "dull ."}, "<test>");
+  auto labels =
+      PredictLines(*model, {"a gorgeous , witty , seductive movie .", "dull ."}, "<test>");
   ASSERT_TRUE(labels.ok()) << labels.status();
   ASSERT_EQ(labels->size(), 2u);
   for (const std::string& l : *labels) EXPECT_TRUE(l == "0" || l == "1") << l;

@@ -1,8 +1,8 @@
 // Metrics against values computed by hand (and cross-checked with sklearn/scipy formulas),
 // degenerate cases included.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "finetune/metrics.h"
 

@@ -1,11 +1,10 @@
 // Task table, task specs and readers: each GLUE layout and quirk with a 5-line fixture in the
 // exact layout of the real files, task specs for the other layouts, and malformed rows.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/file_util.h"
 #include "finetune/encode.h"
@@ -148,17 +147,20 @@ TEST_F(ReaderTest, MnliMatchedAndMismatchedLayouts) {
                          "Conceptually cream skimming has two dimensions.\tProduct and geography "
                          "are what make it work.\tneutral\tneutral\n");
   const std::string dev_head = head + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label\n";
-  Write("dev_matched.tsv", dev_head +
-                               "0\t63735\t63735n\tslate\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tThe new "
-                               "rights are nice enough\tEveryone really likes the newest "
-                               "benefits\tneutral\tentailment\tneutral\tneutral\tneutral\tneutral\n");
+  Write("dev_matched.tsv",
+        dev_head +
+            "0\t63735\t63735n\tslate\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tThe new "
+            "rights are nice enough\tEveryone really likes the newest "
+            "benefits\tneutral\tentailment\tneutral\tneutral\tneutral\tneutral\n");
   Write("dev_mismatched.tsv",
-        dev_head + "0\t75290\t75290c\tletters\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tYour "
-                   "contribution helped.\tYour contribution did nothing.\tcontradiction\t"
-                   "contradiction\tcontradiction\tcontradiction\tcontradiction\tcontradiction\n");
+        dev_head +
+            "0\t75290\t75290c\tletters\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tYour "
+            "contribution helped.\tYour contribution did nothing.\tcontradiction\t"
+            "contradiction\tcontradiction\tcontradiction\tcontradiction\tcontradiction\n");
   Write("test_matched.tsv",
-        head + "\n0\t31493\t31493\ttravel\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tHierbas, ans seco, "
-               "ans dulce.\tHierbas is a name.\n");
+        head +
+            "\n0\t31493\t31493\ttravel\t( x )\t( y )\t(ROOT x)\t(ROOT y)\tHierbas, ans seco, "
+            "ans dulce.\tHierbas is a name.\n");
   TaskSpec t = Glue("MNLI");
   EXPECT_EQ(Read(t, t.train).examples[0].label, 2);  // contradiction, entailment, neutral
   SplitData m = Read(t, t.eval[0]);
@@ -310,8 +312,8 @@ TEST_F(ReaderTest, TaskSpecErrors) {
 
 TEST_F(ReaderTest, ShippedTaskSpecsParse) {
   const std::string dir = GMLP_SOURCE_DIR "/finetune/tasks";
-  for (const char* name : {"MNLI-like.json", "SICK.json", "SNLI-subset.json",
-                           "MNLI-subset.json", "RTE.json"}) {
+  for (const char* name :
+       {"MNLI-like.json", "SICK.json", "SNLI-subset.json", "MNLI-subset.json", "RTE.json"}) {
     auto t = LoadTaskSpec(JoinPath(dir, name));
     EXPECT_TRUE(t.ok()) << name << ": " << t.status();
   }
@@ -325,9 +327,10 @@ TEST_F(ReaderTest, RealDataReadsWhenPresent) {
     const char* sub;
     size_t train, dev;
   };
-  for (const Case& c : {Case{"SST-2", "glue/SST-2", 67349, 872}, Case{"CoLA", "glue/CoLA", 8551, 1043},
-                        Case{"STS-B", "glue/STS-B", 5749, 1500}, Case{"WNLI", "glue/WNLI", 635, 71},
-                        Case{"RTE", "nli/RTE", 2490, 277}}) {
+  for (const Case& c :
+       {Case{"SST-2", "glue/SST-2", 67349, 872}, Case{"CoLA", "glue/CoLA", 8551, 1043},
+        Case{"STS-B", "glue/STS-B", 5749, 1500}, Case{"WNLI", "glue/WNLI", 635, 71},
+        Case{"RTE", "nli/RTE", 2490, 277}}) {
     TaskSpec t = Glue(c.task);
     auto train = ReadSplit(t, t.train, JoinPath(data, c.sub));
     ASSERT_TRUE(train.ok()) << train.status();

@@ -1,11 +1,10 @@
 // The study's outputs from made-up cell results: CSV rows, the finding section's arithmetic and
 // verdicts, the perplexity ordering statement, and the gnuplot rendering to PNG and SVG.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
@@ -35,9 +34,11 @@ CellResult Cell(const std::string& arch, const std::string& size, int64_t params
 
 std::vector<CellResult> PaperLike() {
   // gMLP = Transformer on SST-2, 10 points worse on NLI; aMLP best on NLI.
-  return {Cell("transformer", "tiny", 1000000, 0.80, 0.60), Cell("gmlp", "tiny", 1100000, 0.80, 0.50),
+  return {Cell("transformer", "tiny", 1000000, 0.80, 0.60),
+          Cell("gmlp", "tiny", 1100000, 0.80, 0.50),
           Cell("amlp", "tiny", 1200000, 0.81, 0.62),
-          Cell("transformer", "mini", 3000000, 0.82, 0.62), Cell("gmlp", "mini", 3100000, 0.83, 0.52),
+          Cell("transformer", "mini", 3000000, 0.82, 0.62),
+          Cell("gmlp", "mini", 3100000, 0.83, 0.52),
           Cell("amlp", "mini", 3200000, 0.83, 0.64),
           Cell("gmlp", "tiny", 1100000, 0, 0, "multiplicative", 55),
           Cell("gmlp", "tiny", 1100000, 0, 0, "linear", 70),
@@ -88,6 +89,43 @@ TEST(StudyReportTest, NoPatternWhenDifferencesAreNoise) {
   EXPECT_NE(md.find("does not appear at the scale run here"), std::string::npos) << md;
   EXPECT_NE(md.find("linear < split"), std::string::npos) << md;
   EXPECT_NE(md.find("**does not match**"), std::string::npos) << md;
+}
+
+TEST(StudyReportTest, MajorityClassRowShowsTheFloor) {
+  std::vector<CellResult> cells = PaperLike();
+  for (CellResult& c : cells) {
+    for (TaskScore& s : c.scores) {
+      if (s.task == "MNLI-like") s.majority = 0.334;
+    }
+  }
+  auto back = CellResult::FromJson(cells[0].ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_DOUBLE_EQ(back->scores[1].majority, 0.334);
+  const std::string md = ReportMarkdown(cells, ReportContext(), "plot");
+  EXPECT_NE(md.find("| *majority class* | | – | 33.4 |"), std::string::npos) << md;
+  EXPECT_EQ(ReportMarkdown(PaperLike(), ReportContext(), "plot").find("majority class"),
+            std::string::npos);
+}
+
+// A cell at the majority-class floor learned nothing: a huge "gMLP - T" against it is not the
+// paper's pattern, so that size is not judged.
+TEST(StudyReportTest, CellsAtTheMajorityFloorAreNotEvidence) {
+  std::vector<CellResult> cells = PaperLike();
+  for (CellResult& c : cells) {
+    for (TaskScore& s : c.scores) s.majority = s.task == "SST-2" ? 0.509 : 0.334;
+  }
+  // The mini Transformer failed SST-2: it scores the majority class (both seeds 0.509).
+  cells[3].scores[0].values = {0.509, 0.509};
+  const std::string md = ReportMarkdown(cells, ReportContext(), "plot");
+  EXPECT_NE(md.find("| mini | SST-2 | single | 50.9 | 83.0 | 83.0 | n/a (floor) | n/a (floor) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- **mini**: cannot judge"), std::string::npos) << md;
+  EXPECT_NE(md.find("Pattern **appears** at this size"), std::string::npos) << md;  // tiny
+  EXPECT_NE(md.find("appears at every size that could be judged; 1 of 2 sizes could not be "
+                    "judged"),
+            std::string::npos)
+      << md;
 }
 
 TEST(StudyReportTest, WritesCsvReportAndPlots) {

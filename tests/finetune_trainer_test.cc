@@ -1,13 +1,12 @@
 // The finetuning loop on synthetic id-level tasks (no tokenizer): a pair task that needs both
 // sentences, a single-sentence task and a regression reach high scores from scratch; the best
 // epoch is kept; a saved model predicts the same as the one in memory.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <random>
-
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "common/file_util.h"
 #include "finetune/encode.h"
@@ -161,6 +160,21 @@ TEST_F(TrainerTest, SingleSentenceTaskIsLearned) {
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_GE(run->result.best.at("dev").at("accuracy"), 0.95);
   EXPECT_GE(run->result.best.at("dev").at("f1"), 0.95);
+}
+
+TEST_F(TrainerTest, Bf16AutocastLearnsAndTracksFp32) {
+  const TaskSpec task = BinaryTask(false);
+  const auto train = ContainsWord(512, 3);
+  const std::vector<EncodedSplit> dev = {{"dev", ContainsWord(200, 4)}};
+  FinetuneOptions o = Options(6);
+  auto fp32 = FinetuneSeed(task, Fresh(TinyConfig("gmlp")), train, dev, {}, o, 1);
+  o.bf16 = true;
+  auto bf16 = FinetuneSeed(task, Fresh(TinyConfig("gmlp")), train, dev, {}, o, 1);
+  ASSERT_TRUE(fp32.ok() && bf16.ok());
+  EXPECT_GE(bf16->result.best.at("dev").at("accuracy"), 0.95);
+  // Same data order and init: the first epoch's mean loss differs only by bf16 rounding.
+  EXPECT_NEAR(bf16->result.epochs[0].train_loss, fp32->result.epochs[0].train_loss, 0.02);
+  EXPECT_NE(bf16->result.epochs[0].train_loss, fp32->result.epochs[0].train_loss);
 }
 
 TEST_F(TrainerTest, RegressionReachesHighCorrelation) {
