@@ -3,11 +3,11 @@
 #ifndef GMLP_TESTS_PRETRAIN_TEST_UTIL_H_
 #define GMLP_TESTS_PRETRAIN_TEST_UTIL_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <torch/torch.h>
 
 #include "data/loader.h"
 #include "model/encoder.h"
