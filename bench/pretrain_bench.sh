@@ -17,6 +17,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-10}
 THREADS=${THREADS:-2}
+SCALING_STEPS=${SCALING_STEPS:-20}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
 OUT=${OUT:-/tmp/gmlp_pretrain_bench.jsonl}
 BENCH="$BUILD_DIR/pretrain_bench"
 REF="bench/pretrain_reference.py"
@@ -46,12 +47,12 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
   # Weak scaling: same per-rank batch, 1 thread per rank.
-  "$BENCH" --preset=gmlp-tiny --steps="$STEPS" --threads=1 --batch=16 \
+  "$BENCH" --preset=gmlp-tiny --steps="$SCALING_STEPS" --threads=1 --batch=16 \
     | sed "s/^{/{\"round\":$r,\"scaling\":1,/" >> "$OUT"
   port=$((29500 + RANDOM % 1000))
   for rank in 0 1; do
     RANK=$rank WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      "$BENCH" --preset=gmlp-tiny --steps="$STEPS" --threads=1 --batch=16 \
+      "$BENCH" --preset=gmlp-tiny --steps="$SCALING_STEPS" --threads=1 --batch=16 \
       | sed "s/^{/{\"round\":$r,\"scaling\":2,/" >> "$OUT" &
   done
   wait

@@ -1,5 +1,7 @@
 #include "pretrain/dist.h"
 
+#include <torch/version.h>
+
 #include <cstdlib>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -15,6 +17,15 @@
 
 namespace gmlp::pretrain {
 namespace {
+
+// The class that implements collectives. LibTorch 2.x made ProcessGroupGloo and
+// ProcessGroupNCCL subclasses of c10d::Backend (ProcessGroup became a dispatcher over backends);
+// in 1.13 they are ProcessGroups. Both declare the allreduce/broadcast/barrier used here.
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
 
 // Reads an integer environment variable; `*found` tells whether it was set.
 absl::StatusOr<int> EnvInt(const char* name, bool* found) {
@@ -56,7 +67,7 @@ class C10dWork : public PendingCollective {
 
 class C10dGroup : public Dist {
  public:
-  C10dGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::ProcessGroup> group,
+  C10dGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<CollectiveGroup> group,
             int rank, int world_size)
       : store_(std::move(store)), group_(std::move(group)), rank_(rank), world_size_(world_size) {}
 
@@ -83,15 +94,15 @@ class C10dGroup : public Dist {
 
  private:
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CollectiveGroup> group_;
   int rank_;
   int world_size_;
 };
 
-c10::intrusive_ptr<c10d::ProcessGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
-                                                     int rank, int world_size,
-                                                     std::chrono::milliseconds timeout,
-                                                     const std::string& master_addr) {
+c10::intrusive_ptr<CollectiveGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  int rank, int world_size,
+                                                  std::chrono::milliseconds timeout,
+                                                  const std::string& master_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // As torch.distributed: GLOO_SOCKET_IFNAME picks the interface; a loopback master means a
   // single-machine job, where loopback is always right; otherwise the hostname's address.
