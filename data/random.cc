@@ -2,15 +2,6 @@
 
 namespace gmlp::data {
 
-uint64_t Mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 uint64_t HashKey(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
   // Distinct odd constants per slot so that (a, b) and (b, a) give different keys.
   uint64_t h = Mix64(a + 0x9e3779b97f4a7c15ULL);
@@ -21,7 +12,7 @@ uint64_t HashKey(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 }
 
 uint64_t Rng::Next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
+  state_ += kGoldenGamma;
   return Mix64(state_);
 }
 

@@ -7,10 +7,9 @@
 
 #include <cstdint>
 
-namespace gmlp::data {
+#include "common/mix64.h"
 
-// One step of SplitMix64's output function: a bijective 64-bit mixer with good avalanche.
-uint64_t Mix64(uint64_t x);
+namespace gmlp::data {
 
 // Mixes several integers into one 64-bit key; order matters. Used to derive independent streams
 // from (seed, epoch, batch, rank) and to hash (seed, file, document) for the validation split.

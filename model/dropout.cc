@@ -8,16 +8,10 @@
 #include <cmath>
 #include <mutex>
 
+#include "common/mix64.h"
+
 namespace gmlp::model {
 namespace {
-
-// SplitMix64's output function on the i-th state seed + (i + 1) * golden gamma.
-inline uint64_t MaskWord(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 uint64_t NextSeed() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -58,7 +52,7 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
     const auto s = static_cast<scalar_t>(scale);
     at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const bool keep = (MaskWord(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
+        const bool keep = (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
         dst[i] = keep ? static_cast<scalar_t>(src[i] * s) : static_cast<scalar_t>(0);
       }
     });

@@ -4,20 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/mix64.h"
 #include "pretrain/checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::pretrain::testing {
-namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 FakeLoader::FakeLoader(int64_t vocab, int64_t seq_len, int64_t batch, int rank, int world,
                        uint64_t seed, int64_t batches_per_epoch)
@@ -37,21 +29,21 @@ absl::StatusOr<data::MlmBatch> FakeLoader::Next() {
   const int64_t p = state_.epoch * per_epoch_ + state_.position;
   for (int64_t b = 0; b < batch_; ++b) {
     const uint64_t g = static_cast<uint64_t>((p * world_ + rank_) * batch_ + b);
-    const uint64_t h = Mix(seed_ ^ Mix(g));
+    const uint64_t h = SplitMix64(seed_ ^ SplitMix64(g));
     const int64_t length = seq_len_ - static_cast<int64_t>(h % 3);  // some padding
     int32_t prev = 5;
     for (int64_t i = 0; i < seq_len_; ++i) {
       int32_t id = tokenizer::kPadId;
       if (i < length) {
         // A learnable pattern: mostly the previous id + 1, sometimes random.
-        const uint64_t r = Mix(h + static_cast<uint64_t>(i));
+        const uint64_t r = SplitMix64(h + static_cast<uint64_t>(i));
         id = (r % 4 == 0) ? static_cast<int32_t>(5 + r / 4 % (vocab_ - 5))
                           : static_cast<int32_t>(5 + (prev - 5 + 1) % (vocab_ - 5));
         prev = id;
       }
       int32_t& slot = out.input_ids[b * seq_len_ + i];
       slot = id;
-      if (i < length && (Mix(h ^ (0xABCDull + i)) % 100 < 15 || i == 1)) {
+      if (i < length && (SplitMix64(h ^ (0xABCDull + i)) % 100 < 15 || i == 1)) {
         out.masked_index.push_back(b * seq_len_ + i);
         out.masked_labels.push_back(id);
         slot = tokenizer::kMaskId;
