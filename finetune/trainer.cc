@@ -13,6 +13,7 @@
 #include "finetune/metrics.h"
 #include "model/autocast.h"
 #include "pretrain/optimizer.h"
+#include "pretrain/run.h"
 #include "pretrain/schedule.h"
 
 namespace gmlp::finetune {
@@ -114,11 +115,11 @@ SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
   });
   out.label.assign(examples.size(), 0);
   out.score.assign(examples.size(), 0);
+  const torch::Device device = DeviceOf(classifier);
   for (size_t begin = 0; begin < order.size(); begin += batch_size) {
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(batch_size));
     PaddedBatch b = MakeBatch(examples, order, begin, end);
-    torch::Tensor out_BC =
-        classifier->forward(ToInput(b, DeviceOf(classifier))).to(torch::kCPU, torch::kFloat);
+    torch::Tensor out_BC = classifier->forward(ToInput(b, device)).to(torch::kCPU, torch::kFloat);
     if (regression) {
       torch::Tensor s = out_BC.select(1, 0).contiguous();
       for (size_t i = begin; i < end; ++i) out.score[order[i]] = s[i - begin].item<float>();
@@ -163,9 +164,8 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   SeedRun run;
   run.classifier = model::SequenceClassifier(encoder, task.num_outputs());
   model::SequenceClassifier& clf = run.classifier;
-  // A GPU when this LibTorch sees one (CUDA build), else the CPU.
-  const torch::Device device =
-      torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  // A GPU when this LibTorch sees one (CUDA build), else the CPU; as a single pretraining rank.
+  const torch::Device device = pretrain::TrainingDevice(pretrain::DistEnv{});
   clf->to(device);
 
   std::vector<torch::Tensor> params;
