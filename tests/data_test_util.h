@@ -21,32 +21,14 @@
 #include "data/prepare.h"
 #include "data/shard.h"
 #include "gtest/gtest.h"
+#include "tests/file_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::data::testing {
 
-inline std::string MakeTempDir(const char* name) {
-  std::string tmpl = std::string("/tmp/gmlp_") + name + "_XXXXXX";
-  return std::string(::mkdtemp(tmpl.data()));
-}
-
-inline void WriteBytes(const std::string& path, absl::string_view bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-  std::fclose(f);
-}
-
-inline std::string ReadBytes(const std::string& path) {
-  std::string out;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
+using gmlp::testing::MakeTempDir;
+using gmlp::testing::ReadBytes;
+using gmlp::testing::WriteBytes;
 
 // Removes a directory of plain files (what the tests create), then the directory.
 inline void RemoveFlatDir(const std::string& dir) {

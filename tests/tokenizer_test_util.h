@@ -15,37 +15,14 @@
 
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
+#include "tests/file_test_util.h"
 
 namespace gmlp::tokenizer::testing {
 
-// Removes a directory tree made by MakeTempDir (tests leave nothing behind in /tmp).
-inline void RemoveTempDir(const std::string& dir) {
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-}
-
-inline std::string MakeTempDir(const char* name) {
-  std::string tmpl = std::string("/tmp/gmlp_") + name + "_XXXXXX";
-  return std::string(::mkdtemp(tmpl.data()));
-}
-
-inline void WriteBytes(const std::string& path, absl::string_view bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
-  std::fclose(f);
-}
-
-inline std::string ReadBytes(const std::string& path) {
-  std::string out;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
+using gmlp::testing::MakeTempDir;
+using gmlp::testing::ReadBytes;
+using gmlp::testing::RemoveTempDir;
+using gmlp::testing::WriteBytes;
 
 // One gzip member holding `text`.
 inline std::string GzipCompress(absl::string_view text) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,24 @@ void SetError(char* err, size_t err_size, const std::string& message) {
   const size_t n = message.size() < err_size - 1 ? message.size() : err_size - 1;
   std::memcpy(err, message.data(), n);
   err[n] = '\0';
+}
+
+// A processor loaded by `load` (a callable taking the SentencePieceProcessor and returning its
+// Status), or nullptr with the reason in `err`. Nothing may throw across the C ABI.
+template <typename LoadFn>
+GmlpSpmProcessor* NewProcessor(const LoadFn& load, char* err, size_t err_size) {
+  try {
+    auto p = std::make_unique<GmlpSpmProcessor>();
+    const sentencepiece::util::Status st = load(p->sp);
+    if (!st.ok()) {
+      SetError(err, err_size, st.ToString());
+      return nullptr;
+    }
+    return p.release();
+  } catch (const std::exception& e) {
+    SetError(err, err_size, e.what());
+    return nullptr;
+  }
 }
 
 // Feeds the caller's sentence source to the trainer. SentencePiece reads a sentence iterator as
@@ -76,19 +95,9 @@ extern "C" {
 int gmlp_spm_abi_version(void) { return GMLP_SPM_SHIM_ABI_VERSION; }
 
 GmlpSpmProcessor* gmlp_spm_load(const char* model_path, char* err, size_t err_size) {
-  try {
-    auto* p = new GmlpSpmProcessor;
-    const sentencepiece::util::Status st = p->sp.Load(model_path);
-    if (!st.ok()) {
-      SetError(err, err_size, st.ToString());
-      delete p;
-      return nullptr;
-    }
-    return p;
-  } catch (const std::exception& e) {
-    SetError(err, err_size, e.what());
-    return nullptr;
-  }
+  return NewProcessor(
+      [&](sentencepiece::SentencePieceProcessor& sp) { return sp.Load(model_path); }, err,
+      err_size);
 }
 
 void gmlp_spm_free(GmlpSpmProcessor* processor) { delete processor; }
@@ -155,20 +164,11 @@ int gmlp_spm_piece_type(const GmlpSpmProcessor* processor, int32_t id) {
 
 GmlpSpmProcessor* gmlp_spm_load_serialized(const char* data, size_t size, char* err,
                                            size_t err_size) {
-  try {
-    auto* p = new GmlpSpmProcessor;
-    const sentencepiece::util::Status st =
-        p->sp.LoadFromSerializedProto(absl::string_view(data, size));
-    if (!st.ok()) {
-      SetError(err, err_size, st.ToString());
-      delete p;
-      return nullptr;
-    }
-    return p;
-  } catch (const std::exception& e) {
-    SetError(err, err_size, e.what());
-    return nullptr;
-  }
+  return NewProcessor(
+      [&](sentencepiece::SentencePieceProcessor& sp) {
+        return sp.LoadFromSerializedProto(absl::string_view(data, size));
+      },
+      err, err_size);
 }
 
 float gmlp_spm_piece_score(const GmlpSpmProcessor* processor, int32_t id) {

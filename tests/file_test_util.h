@@ -1,0 +1,49 @@
+// File fixtures shared by the tests: temporary directories and whole-file reads and writes.
+#ifndef GMLP_TESTS_FILE_TEST_UTIL_H_
+#define GMLP_TESTS_FILE_TEST_UTIL_H_
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "gtest/gtest.h"
+
+namespace gmlp::testing {
+
+// A fresh directory /tmp/gmlp_<name>_XXXXXX.
+inline std::string MakeTempDir(const char* name) {
+  std::string tmpl = std::string("/tmp/gmlp_") + name + "_XXXXXX";
+  return std::string(::mkdtemp(tmpl.data()));
+}
+
+// Removes a directory tree made by MakeTempDir (tests leave nothing behind in /tmp).
+inline void RemoveTempDir(const std::string& dir) {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
+inline void WriteBytes(const std::string& path, absl::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+}
+
+// The whole file, or "" when it cannot be opened.
+inline std::string ReadBytes(const std::string& path) {
+  std::string out;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return out;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+}  // namespace gmlp::testing
+
+#endif  // GMLP_TESTS_FILE_TEST_UTIL_H_
