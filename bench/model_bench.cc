@@ -92,7 +92,7 @@ Batch MakeBatch(const EncoderConfig& c, int64_t B, int64_t n) {
 using StepFn = std::function<double(bool bf16)>;
 
 double MlmStep(MlmModel& model, const Batch& batch, bool bf16) {
-  model->zero_grad();
+  model->zero_grad(/*set_to_none=*/false);  // 2.x defaults to true
   torch::Tensor loss;
   {
     AutocastScope autocast(bf16);
@@ -108,7 +108,7 @@ double MlmStep(MlmModel& model, const Batch& batch, bool bf16) {
 // einsum, final LayerNorm on all rows before the gather.
 double NaiveGmlpStep(MlmModel& model, const std::vector<torch::Tensor>& u_weights,
                      const std::vector<torch::Tensor>& u_biases, const Batch& batch, bool bf16) {
-  model->zero_grad();
+  model->zero_grad(/*set_to_none=*/false);  // 2.x defaults to true
   for (auto& w : u_weights) w.mutable_grad() = torch::Tensor();
   for (auto& b : u_biases) b.mutable_grad() = torch::Tensor();
   const EncoderConfig& c = model->encoder()->config();

@@ -6,6 +6,7 @@
 #define GMLP_MODEL_AUTOCAST_H_
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 namespace gmlp::model {
 
@@ -13,18 +14,16 @@ class AutocastScope {
  public:
   explicit AutocastScope(bool enabled) : enabled_(enabled) {
     if (!enabled_) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
+    Set(at::kCPU, true);
 #ifdef GMLP_WITH_CUDA
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    at::autocast::set_enabled(true);
+    Set(at::kCUDA, true);
 #endif
   }
   ~AutocastScope() {
     if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
+    Set(at::kCPU, false);
 #ifdef GMLP_WITH_CUDA
-    at::autocast::set_enabled(false);
+    Set(at::kCUDA, false);
 #endif
     at::autocast::clear_cache();
   }
@@ -32,6 +31,23 @@ class AutocastScope {
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
+  // LibTorch 2.4 replaced the per-device setters with device-type arguments; the old ones remain
+  // there as wrappers that print a deprecation warning on every call.
+  static void Set(at::DeviceType device, bool on) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    if (on) at::autocast::set_autocast_dtype(device, at::kBFloat16);
+    at::autocast::set_autocast_enabled(device, on);
+#else
+    if (device == at::kCPU) {
+      if (on) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(on);
+    } else {
+      if (on) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(on);
+    }
+#endif
+  }
+
   bool enabled_;
 };
 

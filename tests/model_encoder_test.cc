@@ -1,10 +1,10 @@
 // Encoder behaviour: shapes, padding invariance for every encoder, determinism, the MLM and
 // classification heads, and the SGU's initial identity (a plain gated FFN).
-#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "model/autocast.h"
 #include "model/encoder.h"
 #include "model/gmlp.h"
 #include "model/heads.h"
@@ -200,17 +200,11 @@ TEST(AutocastTest, Bf16AutocastRunsAndStaysClose) {
     torch::NoGradGuard no_grad;
     const EncoderInput in = RandomInput(nc.config, 16, {16, 10}, 12);
     const torch::Tensor ref = encoder->forward(in);
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     torch::Tensor out;
-    try {
+    {
+      AutocastScope autocast(true);
       out = encoder->forward(in);
-    } catch (...) {
-      at::autocast::set_cpu_enabled(false);
-      throw;
     }
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
     EXPECT_EQ(out.scalar_type(), torch::kFloat) << nc.name;  // ends with a (fp32) LayerNorm
     const double err = (out.to(torch::kFloat) - ref).abs().max().item<double>();
     EXPECT_LT(err, 0.15) << nc.name;
