@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -20,8 +19,9 @@
 #include "common/process.h"
 
 ABSL_FLAG(int, threads, 0,
-          "Intra-op (LibTorch) and worker threads; 0 = all cores of this machine. LibTorch "
-          "alone would start with one thread here.");
+          "Intra-op (LibTorch) and worker threads; 0 = the CPUs this process may use, shared "
+          "among the LOCAL_WORLD_SIZE ranks of the machine. LibTorch alone would start with one "
+          "thread here.");
 
 namespace gmlp::cli {
 namespace {
@@ -72,9 +72,7 @@ bool SubcommandFlags::Accepts(const absl::CommandLineFlag& flag) const {
 
 int NumThreads() {
   const int t = absl::GetFlag(FLAGS_threads);
-  if (t > 0) return t;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw > 0 ? static_cast<int>(hw) : 1;
+  return t > 0 ? t : DefaultThreadCount();
 }
 
 void PrintSubcommandHelp(const SubcommandFlags& flags, absl::string_view usage, std::FILE* out) {

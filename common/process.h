@@ -11,6 +11,15 @@ namespace gmlp {
 // Idempotent; call before the first large allocation.
 void KeepFreedMemoryInProcess();
 
+// The CPUs this process may run on: its affinity mask (taskset, Slurm's CPU binding, a cgroup
+// cpuset), not every core of the machine. At least 1.
+int AvailableCpus();
+
+// Threads for one process when the user asked for none: AvailableCpus() shared evenly among the
+// LOCAL_WORLD_SIZE ranks of this machine (torchrun and `gmlp pretrain --nproc` set it), so N
+// local ranks do not each start a thread per core. At least 1.
+int DefaultThreadCount();
+
 }  // namespace gmlp
 
 #endif  // GMLP_COMMON_PROCESS_H_

@@ -1,9 +1,13 @@
+#include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "common/process.h"
 #include "gtest/gtest.h"
 
 namespace gmlp {
@@ -63,6 +67,37 @@ TEST(FileUtil, JoinPath) {
   EXPECT_EQ(JoinPath("a", "b"), "a/b");
   EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
   EXPECT_EQ(JoinPath("", "b"), "b");
+}
+
+// The default thread count follows the affinity mask (what taskset or Slurm's binding leave
+// this process), not the machine's core count, and splits it among the local ranks.
+TEST(Process, DefaultThreadsFollowAffinityAndLocalRanks) {
+  ::unsetenv("LOCAL_WORLD_SIZE");
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(all), &all), 0);
+  const int cpus = CPU_COUNT(&all);
+  EXPECT_EQ(AvailableCpus(), cpus);
+  EXPECT_EQ(DefaultThreadCount(), cpus);
+
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(AvailableCpus(), 1);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(all), &all), 0);
+
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+  EXPECT_EQ(DefaultThreadCount(), std::max(1, cpus / 2));
+  ::setenv("LOCAL_WORLD_SIZE", "1000", 1);
+  EXPECT_EQ(DefaultThreadCount(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", "two", 1);  // not a number: ignored
+  EXPECT_EQ(DefaultThreadCount(), cpus);
+  ::unsetenv("LOCAL_WORLD_SIZE");
 }
 
 }  // namespace
