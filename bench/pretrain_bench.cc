@@ -4,7 +4,8 @@
 // bench/pretrain_bench.sh sets beside PyTorch eager (bench/pretrain_reference.py) in one run.
 //
 //   pretrain_bench --preset=gmlp-tiny [--vocab=8192] [--seq_len=128] [--batch=32] [--steps=20]
-//                  [--threads=2] [--bf16] [--config_out=FILE]
+//                  [--threads=2] [--bf16] [--dropout=P] [--bucket_mb=MB] [--config_out=FILE]
+//                  [--profile] [--keep_freed_memory=false]
 // Under RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT it runs data-parallel (weak scaling: --batch
 // is per rank).
 #include <torch/torch.h>
@@ -40,8 +41,9 @@ ABSL_FLAG(bool, bf16, false, "bf16 autocast.");
 ABSL_FLAG(double, bucket_mb, -1, "Gradient allreduce bucket size (MB; default: the trainer's).");
 ABSL_FLAG(std::string, config_out, "", "Write the resolved EncoderConfig JSON here.");
 ABSL_FLAG(bool, profile, false,
-          "Print a per-op profile of one training step (to stderr's side: "
-          "after the JSON line, on stdout).");
+          "After the JSON line, print a per-op profile of one training step (LibTorch's legacy "
+          "profiler, whose memory-bound op times swing 2-5x between runs: use perf for where the "
+          "time goes, see bench/RESULTS.md).");
 ABSL_FLAG(bool, keep_freed_memory, true,
           "Apply gmlp's allocator setting (KeepFreedMemoryInProcess), as `gmlp pretrain` does; "
           "false shows glibc's default behaviour.");
