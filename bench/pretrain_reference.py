@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""PyTorch eager reference for the pretraining benchmark: the same MLM training step as
+"""PyTorch reference for the pretraining benchmark: the same MLM training step as
 `pretrain_bench` (same encoder shapes read from its config JSON, masked-only MLM head with a
 tied decoder, cross-entropy, global-norm clipping, AdamW without decay on biases/LayerNorm),
-written the way one would in plain PyTorch. Prints one JSON line with tokens/s.
+written the way one would in plain PyTorch, eager or under torch.compile. Prints one JSON line
+with tokens/s. Runs on PyTorch 1.13 (CPU) to 2.x (CPU or CUDA).
 
 Usage: pretrain_reference.py --config CONFIG.json --batch 32 --steps 20 --threads 2 [--bf16]
+                             [--device cpu|cuda] [--compile]
 """
 import argparse
 import json
@@ -37,7 +39,7 @@ class Embeddings(nn.Module):
     def forward(self, ids):
         x = self.token(ids) + self.segment(torch.zeros_like(ids))
         if self.position is not None:
-            x = x + self.position(torch.arange(ids.shape[1]))[None]
+            x = x + self.position(torch.arange(ids.shape[1], device=ids.device))[None]
         return self.drop(self.norm(x))
 
 
@@ -78,10 +80,11 @@ class GmlpBlock(nn.Module):
 
 
 class TransformerLayer(nn.Module):
-    """BERT's post-LN layer."""
+    """BERT's post-LN layer, or the pre-LN variant when the config says pre_ln."""
 
     def __init__(self, c):
         super().__init__()
+        self.pre_ln = c.get("pre_ln", False)
         d, f = c["d_model"], c["d_ffn"]
         self.heads = c["n_heads"]
         self.qkv = nn.Linear(d, 3 * d)
@@ -93,13 +96,18 @@ class TransformerLayer(nn.Module):
         self.drop = nn.Dropout(c["dropout"])
 
     def forward(self, x):
+        if self.pre_ln:
+            x = x + self.drop(self.attn_out(self.attend(self.norm1(x))))
+            return x + self.drop(self.ff2(F.gelu(self.ff1(self.norm2(x)))))
+        x = self.norm1(x + self.drop(self.attn_out(self.attend(x))))
+        return self.norm2(x + self.drop(self.ff2(F.gelu(self.ff1(x)))))
+
+    def attend(self, x):
         B, n, d = x.shape
         h = self.heads
         q, k, v = self.qkv(x).view(B, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
         w = self.drop(torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // h), dim=-1))
-        a = (w @ v).transpose(1, 2).reshape(B, n, d)
-        x = self.norm1(x + self.drop(self.attn_out(a)))
-        return self.norm2(x + self.drop(self.ff2(F.gelu(self.ff1(x)))))
+        return (w @ v).transpose(1, 2).reshape(B, n, d)
 
 
 class MlmModel(nn.Module):
@@ -110,7 +118,8 @@ class MlmModel(nn.Module):
         self.emb = Embeddings(c, with_position=arch == "transformer")
         if arch == "transformer":
             self.layers = nn.ModuleList([TransformerLayer(c) for _ in range(c["n_layers"])])
-            self.final_norm = nn.Identity()
+            pre_ln = c.get("pre_ln", False)
+            self.final_norm = LayerNorm(d, eps=c["layer_norm_eps"]) if pre_ln else nn.Identity()
         else:
             self.layers = nn.ModuleList([GmlpBlock(c, arch == "amlp") for _ in range(c["n_layers"])])
             self.final_norm = LayerNorm(d, eps=c["layer_norm_eps"])
@@ -142,41 +151,54 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--mask_rate", type=float, default=0.15)
     p.add_argument("--bf16", action="store_true")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2.x)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     with open(args.config) as f:
         c = json.load(f)
     n, V = c["max_seq_len"], c["vocab_size"]
-    model = MlmModel(c)
+    device = torch.device(args.device)
+    model = MlmModel(c).to(device)
     decay = [q for q in model.parameters() if q.dim() >= 2]
     no_decay = [q for q in model.parameters() if q.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                              {"params": no_decay, "weight_decay": 0.0}], lr=1e-4, eps=1e-6)
+    forward = torch.compile(model) if args.compile else model
     g = torch.Generator().manual_seed(2)
     ids = torch.randint(5, V, (args.batch, n), generator=g)
     masked = torch.rand(args.batch * n, generator=g) < args.mask_rate
     masked_index = masked.nonzero().squeeze(1)
     labels = ids.view(-1)[masked_index].clone()
     ids.view(-1)[masked_index] = 4
+    ids, masked_index, labels = ids.to(device), masked_index.to(device), labels.to(device)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            logits = model(ids, masked_index)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            logits = forward(ids, masked_index)
         loss = F.cross_entropy(logits.float(), labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return loss.item()
+        return loss  # read back once, after the timed loop, as gmlp does between log lines
 
-    for _ in range(args.warmup):
+    def wait():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(args.warmup):  # torch.compile compiles here
         step()
+    wait()
     start = time.perf_counter()
     for _ in range(args.steps):
         loss = step()
+    loss = loss.item()
     elapsed = time.perf_counter() - start
-    print(json.dumps({"impl": "pytorch", "arch": c["arch"], "bf16": args.bf16,
+    print(json.dumps({"impl": "pytorch-compile" if args.compile else "pytorch",
+                      "torch": torch.__version__, "arch": c["arch"], "device": str(device),
+                      "bf16": args.bf16, "batch": args.batch,
                       "tokens_per_s": args.batch * n * args.steps / elapsed,
                       "step_ms": 1000 * elapsed / args.steps, "loss": loss}))
 

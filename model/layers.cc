@@ -42,7 +42,9 @@ SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dty
     TORCH_CHECK(pad.sizes() == ids.sizes(), "pad_mask ", pad.sizes(), " must match input_ids ",
                 ids.sizes());
     const torch::Tensor keep_BN = pad.to(torch::kBool);
-    if (!keep_BN.all().item<bool>()) {
+    // On a GPU, asking whether anything is padded would stall the stream (a host sync every
+    // forward); building masks that change nothing costs less there.
+    if (keep_BN.is_cuda() || !keep_BN.all().item<bool>()) {
       const torch::Tensor keep = keep_BN.to(dtype);
       batch.keep_N1 = keep.t().reshape({batch.n * batch.B, 1});
       batch.key_bias_B1N = ((1.0 - keep) * -1e9).unsqueeze(1);

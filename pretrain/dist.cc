@@ -70,6 +70,16 @@ class C10dGroup : public Dist {
   C10dGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<CollectiveGroup> group,
             int rank, int world_size)
       : store_(std::move(store)), group_(std::move(group)), rank_(rank), world_size_(world_size) {}
+  ~C10dGroup() override {
+#if TORCH_VERSION_MAJOR >= 2
+    // NCCL (2.4+) warns at exit about a group destroyed without shutdown; Gloo's is a no-op.
+    try {
+      group_->shutdown();
+    } catch (const std::exception&) {
+      // A group whose peer died cannot shut down cleanly; the process is ending anyway.
+    }
+#endif
+  }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
@@ -117,6 +127,17 @@ c10::intrusive_ptr<CollectiveGroup> MakeGlooGroup(const c10::intrusive_ptr<c10d:
   options->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }
+
+#ifdef GMLP_WITH_CUDA
+// An NCCL group on the current CUDA device.
+c10::intrusive_ptr<CollectiveGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  int rank, int world_size,
+                                                  std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+}
+#endif
 
 }  // namespace
 
@@ -180,10 +201,7 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
       // NCCL works on the current device: the one this rank trains on (TrainingDevice).
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(
           env.local_rank % static_cast<int>(torch::cuda::device_count())));
-      auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout;
-      auto group =
-          c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, options);
+      auto group = MakeNcclGroup(store, env.rank, env.world_size, timeout);
       return std::unique_ptr<Dist>(new C10dGroup(store, group, env.rank, env.world_size));
     }
 #endif
@@ -198,7 +216,16 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
 }
 
 std::unique_ptr<Dist> Dist::FromStore(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                      int world_size, std::chrono::milliseconds timeout) {
+                                      int world_size, std::chrono::milliseconds timeout,
+                                      Backend backend) {
+  if (backend == Backend::kNccl) {
+#ifdef GMLP_WITH_CUDA
+    return std::make_unique<C10dGroup>(store, MakeNcclGroup(store, rank, world_size, timeout), rank,
+                                       world_size);
+#else
+    TORCH_CHECK(false, "NCCL needs a gmlp built against a CUDA LibTorch (scripts/setup.sh --cuda)");
+#endif
+  }
   auto group = MakeGlooGroup(store, rank, world_size, timeout, "127.0.0.1");
   return std::make_unique<C10dGroup>(store, group, rank, world_size);
 }

@@ -43,13 +43,17 @@ class Dist {
   virtual ~Dist() = default;
 
   // World size 1: a no-op group without sockets. Otherwise a TCPStore rendezvous at
-  // master_addr:master_port (rank 0 serves it) and a Gloo (CPU) group whose collectives fail
-  // after `timeout` instead of hanging when a peer dies.
+  // master_addr:master_port (rank 0 serves it) and a group whose collectives fail after
+  // `timeout` instead of hanging when a peer dies: NCCL on cuda:(local_rank mod GPUs) when this
+  // build has CUDA and sees a GPU, else Gloo (CPU).
   static absl::StatusOr<std::unique_ptr<Dist>> Connect(const DistEnv& env,
                                                        std::chrono::milliseconds timeout);
-  // A Gloo group over an existing store (tests run ranks as threads on one c10d::HashStore).
+  enum class Backend { kGloo, kNccl };
+  // A group over an existing store (tests run ranks as threads on one c10d::HashStore). kNccl
+  // needs a CUDA build (GMLP_WITH_CUDA) and works on the current CUDA device.
   static std::unique_ptr<Dist> FromStore(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                         int world_size, std::chrono::milliseconds timeout);
+                                         int world_size, std::chrono::milliseconds timeout,
+                                         Backend backend = Backend::kGloo);
   // A fresh in-memory store for FromStore.
   static c10::intrusive_ptr<c10d::Store> MakeHashStore();
 

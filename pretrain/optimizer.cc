@@ -40,10 +40,11 @@ void Optimizer::Step(double lr) {
     } else {
       torch::Tensor update = (m / bc1).div_((v / bc2).sqrt_().add_(eps));
       if (wd != 0.0) update.add_(p, wd);
-      const double w_norm = p.norm().item<double>();
-      const double u_norm = update.norm().item<double>();
-      const double trust = (w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
-      p.add_(update, -lr * trust);
+      // The trust ratio stays on the device (no host sync per parameter).
+      const torch::Tensor w_norm = p.norm(), u_norm = update.norm();
+      const torch::Tensor trust = torch::where(w_norm.gt(0).logical_and(u_norm.gt(0)),
+                                               w_norm / u_norm, torch::ones_like(w_norm));
+      p.sub_(update.mul_(trust * lr));
     }
   }
 }
@@ -104,21 +105,33 @@ absl::Status Optimizer::Load(const std::string& path) {
   return absl::OkStatus();
 }
 
-double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {
+torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
   std::vector<torch::Tensor> norms;
   for (const torch::Tensor& p : params) {
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2).to(torch::kFloat64));
+    if (!p.grad().defined()) continue;
+    grads.push_back(p.grad());
+    norms.push_back(p.grad().norm(2).to(torch::kFloat64));
   }
-  if (norms.empty()) return 0.0;
-  const double total = torch::stack(norms).norm(2).item<double>();
-  if (max_norm > 0.0 && std::isfinite(total) && total > max_norm) {
-    const double scale = max_norm / (total + 1e-6);
-    for (const torch::Tensor& p : params) {
-      if (p.grad().defined()) p.grad().mul_(scale);
-    }
+  if (norms.empty()) {
+    return torch::zeros({}, torch::TensorOptions(torch::kFloat64)
+                                .device(params.empty() ? torch::kCPU : params[0].device()));
+  }
+  torch::Tensor total = torch::stack(norms).norm(2);
+  if (max_norm > 0.0) {
+    // scale = max_norm / (total + 1e-6) where the norm is finite and above max_norm, else 1
+    // (a multiplication by exactly 1 changes nothing): decided on the device.
+    const torch::Tensor clip = total.isfinite().logical_and(total > max_norm);
+    const torch::Tensor scale =
+        torch::where(clip, max_norm / (total + 1e-6), torch::ones_like(total)).to(torch::kFloat32);
+    for (torch::Tensor& g : grads) g.mul_(scale);
   }
   return total;
+}
+
+double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {
+  return ClipGradNormAsync(params, max_norm).item<double>();
 }
 
 }  // namespace gmlp::pretrain

@@ -58,7 +58,10 @@ class Optimizer {
 };
 
 // Clips the global L2 norm of the gradients of `params` to `max_norm` (no-op when max_norm is 0)
-// and returns the norm before clipping (non-finite if any gradient is).
+// and returns the norm before clipping (non-finite if any gradient is), as a float64 scalar
+// tensor on the gradients' device: nothing waits for the device.
+torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm);
+// The same, returning the norm on the host.
 double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm);
 
 }  // namespace gmlp::pretrain

@@ -78,6 +78,7 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> modu
   opt.eps = config_.eps;
   optimizer_ = std::make_unique<Optimizer>(params_, opt);
   sync_ = std::make_unique<GradSync>(params_, dist_, config_.bucket_mb);
+  first_nonfinite_ = torch::full({}, -1, torch::TensorOptions(torch::kInt64).device(device_));
 }
 
 Trainer::~Trainer() = default;
@@ -157,12 +158,17 @@ void Trainer::SeedDropout() {
   gen.set_current_seed(seed);
 }
 
-absl::StatusOr<StepStats> Trainer::TrainStep() {
+// One optimizer step, enqueued without waiting for the device: the loss, correct predictions,
+// token counts and gradient norm stay in device tensors (`sums_`), and only a `sync` step reads
+// them back, once, before its update. So a GPU never stalls inside a step, and a step that is
+// not a sync point is checked for non-finite values at the next one (`first_nonfinite_`).
+absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
   StepStats s;
   const auto start = Clock::now();
   ScheduleOptions sched{config_.lr, config_.warmup_steps, config_.steps, config_.schedule,
                         config_.min_lr_ratio};
   s.lr = LearningRate(sched, step_);
+  s.step = step_ + 1;
 
   // All micro-batches first: the loss is normalised by the global masked-token count.
   std::vector<data::MlmBatch> batches;
@@ -176,16 +182,14 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
     local_tokens += static_cast<double>(batch.batch_size * batch.seq_len);
     batches.push_back(std::move(batch));
   }
+  const auto f64 = torch::TensorOptions(torch::kFloat64).device(device_);
   torch::Tensor counts = torch::tensor({local_masked, local_tokens}, torch::kFloat64).to(device_);
-  dist_->AllreduceSum(counts);
-  const double global_masked = counts[0].item<double>();
-  s.masked_tokens = static_cast<int64_t>(global_masked);
-  s.tokens = static_cast<int64_t>(counts[1].item<double>());
-  const double denom = std::max(global_masked, 1.0);
+  dist_->AllreduceSum(counts);  // on a GPU this orders the stream; the host does not wait
+  const torch::Tensor denom = counts[0].clamp_min(1.0).to(torch::kFloat32);
 
   SeedDropout();
   module_->train();
-  double loss_sum = 0, correct = 0;
+  torch::Tensor loss_sum = torch::zeros({}, f64), correct = torch::zeros({}, f64);
   for (int64_t k = 0; k < accumulation_; ++k) {
     MlmTensors t = ToTensors(batches[k], device_);
     if (k == accumulation_ - 1) sync_->PrepareFinalBackward();
@@ -199,17 +203,20 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
         logits_MV, t.labels,
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     (ce / denom).backward();
-    loss_sum += ce.item<double>();
-    correct += logits_MV.detach().argmax(1).eq(t.labels).sum().item<double>();
+    loss_sum += ce.detach();
+    correct += logits_MV.detach().argmax(1).eq(t.labels).sum();
   }
   sync_->Finish();
-  torch::Tensor sums = torch::tensor({loss_sum, correct}, torch::kFloat64).to(device_);
+  torch::Tensor sums = torch::stack({loss_sum, correct});
   dist_->AllreduceSum(sums);
-  s.loss = sums[0].item<double>() / denom;
-  s.accuracy = sums[1].item<double>() / denom;
-  s.grad_norm = ClipGradNorm(params_, config_.clip_norm);
-  s.step = step_ + 1;
-  GMLP_RETURN_IF_ERROR(CheckFinite(s));
+  const torch::Tensor grad_norm = ClipGradNormAsync(params_, config_.clip_norm);
+  // (loss_sum, correct, masked, tokens, grad_norm) of the global batch.
+  sums_ = torch::cat({sums, counts, grad_norm.reshape({1})});
+  const torch::Tensor bad = sums_.isfinite().all().logical_not();
+  first_nonfinite_ =
+      torch::where(bad.logical_and(first_nonfinite_.lt(0)),
+                   torch::full({}, s.step, first_nonfinite_.options()), first_nonfinite_);
+  if (sync) GMLP_RETURN_IF_ERROR(SyncStats(&s));
   optimizer_->Step(s.lr);
   for (torch::Tensor& p : params_) p.mutable_grad().reset();
   ++step_;
@@ -217,12 +224,24 @@ absl::StatusOr<StepStats> Trainer::TrainStep() {
   return s;
 }
 
-absl::Status Trainer::CheckFinite(const StepStats& s) const {
-  if (std::isfinite(s.loss) && std::isfinite(s.grad_norm)) return absl::OkStatus();
+absl::Status Trainer::SyncStats(StepStats* s) const {
+  // The one host synchronisation: the step's sums and the first non-finite step, together.
+  const torch::Tensor host =
+      torch::cat({sums_, first_nonfinite_.to(torch::kFloat64).reshape({1})}).cpu();
+  const double* v = host.data_ptr<double>();
+  const double denom = std::max(v[2], 1.0);
+  s->loss = v[0] / denom;
+  s->accuracy = v[1] / denom;
+  s->masked_tokens = static_cast<int64_t>(v[2]);
+  s->tokens = static_cast<int64_t>(v[3]);
+  s->grad_norm = v[4];
+  const auto first_bad = static_cast<int64_t>(v[5]);
+  if (first_bad < 0) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat(
-      "step %d: the loss (%g) or gradient norm (%g) is not finite; stopped without updating the "
-      "weights. %s Lower --lr, raise --warmup_steps or set --clip_norm, then --resume.",
-      s.step, s.loss, s.grad_norm,
+      "step %d: the loss or gradient norm is not finite (step %d: loss %g, gradient norm %g); "
+      "stopped %s. %s Lower --lr, raise --warmup_steps or set --clip_norm, then --resume.",
+      first_bad, s->step, s->loss, s->grad_norm,
+      first_bad == s->step ? "without updating the weights" : "(no weights since then were saved)",
       last_checkpoint_.empty()
           ? std::string("No checkpoint was written yet.")
           : absl::StrCat("The last good checkpoint is ", last_checkpoint_, " (untouched).")));
@@ -321,42 +340,52 @@ absl::Status Trainer::Run() {
   const bool rank0 = dist_->rank() == 0;
   const auto run_start = Clock::now();
   const int64_t first_step = step_;
-  double interval_time = 0, interval_wait = 0;
-  int64_t interval_tokens = 0;
+  // Throughput over the steps since the last log line, by wall clock: on a GPU the steps in
+  // between only enqueue work, so the sync at the log step is where their time shows.
+  auto interval_start = Clock::now();
+  double interval_wait = 0;
+  int64_t interval_steps = 0;
+  auto every = [&](int64_t n) { return n > 0 && step_ % n == 0; };
   try {
     while (step_ < config_.steps) {
-      GMLP_ASSIGN_OR_RETURN(const StepStats s, TrainStep());
-      interval_time += s.step_s;
+      // A step syncs with the device only where its numbers are needed: a log line, an
+      // evaluation, a checkpoint (never written after an unchecked step) or the end.
+      const int64_t next = step_ + 1;
+      auto at = [&](int64_t n) { return n > 0 && next % n == 0; };
+      const bool sync = at(config_.log_every) || at(config_.checkpoint_every) ||
+                        (valid_ != nullptr && at(config_.eval_every)) || next == config_.steps;
+      GMLP_ASSIGN_OR_RETURN(const StepStats s, TrainStep(sync));
       interval_wait += s.data_wait_s;
-      interval_tokens += s.tokens;
+      ++interval_steps;
       const bool last = step_ == config_.steps;
-      if ((config_.log_every > 0 && step_ % config_.log_every == 0) || last) {
+      if (every(config_.log_every) || last) {
         if (rank0) {
-          const double tps = interval_time > 0 ? interval_tokens / interval_time : 0;
+          const double interval_s = Seconds(interval_start);
+          // Every step of a run has the same global batch shape.
+          const double tps = interval_s > 0 ? interval_steps * s.tokens / interval_s : 0;
           const double mfu = peak_gflops_ > 0 ? options_.flops_per_token * tps /
                                                     (peak_gflops_ * 1e9 * dist_->world_size())
                                               : 0;
-          nlohmann::json r = {
-              {"type", "train"},
-              {"step", s.step},
-              {"loss", s.loss},
-              {"accuracy", s.accuracy},
-              {"lr", s.lr},
-              {"grad_norm", s.grad_norm},
-              {"tokens_per_s", tps},
-              {"mfu", mfu},
-              {"data_wait_frac", interval_time > 0 ? interval_wait / interval_time : 0},
-              {"masked_tokens", s.masked_tokens},
-              {"elapsed_s", Seconds(run_start)}};
+          nlohmann::json r = {{"type", "train"},
+                              {"step", s.step},
+                              {"loss", s.loss},
+                              {"accuracy", s.accuracy},
+                              {"lr", s.lr},
+                              {"grad_norm", s.grad_norm},
+                              {"tokens_per_s", tps},
+                              {"mfu", mfu},
+                              {"data_wait_frac", interval_s > 0 ? interval_wait / interval_s : 0},
+                              {"masked_tokens", s.masked_tokens},
+                              {"elapsed_s", Seconds(run_start)}};
           GMLP_RETURN_IF_ERROR(metrics_->Write(r));
           const double per_step = Seconds(run_start) / static_cast<double>(step_ - first_step);
           if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));
         }
-        interval_time = interval_wait = 0;
-        interval_tokens = 0;
+        interval_wait = 0;
+        interval_steps = 0;
+        interval_start = Clock::now();
       }
-      if (valid_ != nullptr &&
-          ((config_.eval_every > 0 && step_ % config_.eval_every == 0) || last)) {
+      if (valid_ != nullptr && (every(config_.eval_every) || last)) {
         GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
         if (rank0) {
           GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
@@ -371,9 +400,11 @@ absl::Status Trainer::Run() {
                                 e.loss, e.perplexity, e.accuracy));
           }
         }
+        interval_start = Clock::now();  // evaluation time is not training time
       }
-      if ((config_.checkpoint_every > 0 && step_ % config_.checkpoint_every == 0) || last) {
+      if (every(config_.checkpoint_every) || last) {
         GMLP_RETURN_IF_ERROR(SaveCheckpoint());
+        interval_start = Clock::now();
       }
     }
     if (last_checkpoint_step_ != step_) GMLP_RETURN_IF_ERROR(SaveCheckpoint());

@@ -9,6 +9,11 @@
 // 1 rank x b with 2 accumulation steps compute the same step, even though the number of masked
 // tokens differs between micro-batches.
 //
+// Host syncs: a step keeps its loss, accuracy, token counts and gradient norm in device
+// tensors; Run reads them back once at each log, evaluation or checkpoint step (a GPU stream
+// never waits for the host in between). A non-finite step is remembered on the device and
+// reported at the next such step, before any checkpoint could save its weights.
+//
 // Dropout RNG: torch's default generator is reseeded from (seed, step, rank) at the start of
 // every step, so the checkpoint's step number determines it and a resumed run draws the same
 // dropout masks as an uninterrupted one.
@@ -88,12 +93,17 @@ class Trainer {
   absl::Status Init(const std::string& resume_from = "");
 
   // Trains until config.steps, logging, evaluating and checkpointing on the way. A non-finite
-  // loss or gradient stops the run with FailedPrecondition (the last checkpoint is untouched);
+  // loss or gradient stops the run at the next log, evaluation or checkpoint step with
+  // FailedPrecondition naming the first bad step (the last checkpoint is untouched);
   // a failed peer makes it return Unavailable / Aborted.
   absl::Status Run();
 
-  // One optimizer step (exposed for tests).
-  absl::StatusOr<StepStats> TrainStep();
+  // One optimizer step. With `sync` (Run passes it at log, evaluation and checkpoint steps) it
+  // reads the step's statistics back from the device, the step's one host synchronisation, and
+  // stops before the update when this or an earlier unsynced step was not finite. Without it
+  // nothing waits for the device and only the host-side fields of StepStats (step, lr,
+  // data_wait_s, step_s) are set.
+  absl::StatusOr<StepStats> TrainStep(bool sync = true);
   absl::StatusOr<EvalStats> Evaluate();
   // Writes checkpoint `step()` (rank 0 only; other ranks return OK) and prunes old ones.
   absl::Status SaveCheckpoint();
@@ -104,7 +114,7 @@ class Trainer {
   const GradSync& grad_sync() const { return *sync_; }
 
  private:
-  absl::Status CheckFinite(const StepStats& stats) const;
+  absl::Status SyncStats(StepStats* stats) const;
   void SeedDropout();
 
   TrainerOptions options_;
@@ -125,6 +135,8 @@ class Trainer {
   int64_t last_checkpoint_step_ = -1;
   std::string last_checkpoint_;
   double peak_gflops_ = 0;
+  torch::Tensor sums_;  // the last step's (loss_sum, correct, masked, tokens, grad_norm), f64
+  torch::Tensor first_nonfinite_;  // int64 scalar on the device: first non-finite step, or -1
 };
 
 // Wraps a loader batch as the encoder's input on `device`: input_ids (B, n) int64, pad_mask
