@@ -14,6 +14,11 @@
 # memory bandwidth and caches leave of two cores when nothing is communicated (the ceiling of
 # the 2-rank run), so the efficiency splits into contention and communication.
 #
+# With PyTorch 2.11 at $PY211 (default: the venv of `scripts/setup.sh --cuda`), each pair also
+# runs PyTorch 2.11 eager and torch.compile (inductor, CPU), both with gmlp's malloc setting;
+# with a 2.11 build at $BUILD211 (default build-cuda/, which runs on CPU too), gmlp built
+# against 2.11 as well. Every ratio is a median of per-round ratios.
+#
 #   BUILD_DIR=build ROUNDS=3 STEPS=10 bash bench/pretrain_bench.sh
 #   ONLY=scaling ROUNDS=5 bash bench/pretrain_bench.sh   # weak scaling alone
 set -euo pipefail
@@ -26,6 +31,8 @@ SCALING_STEPS=${SCALING_STEPS:-20}
 ONLY=${ONLY:-all}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
 OUT=${OUT:-/tmp/gmlp_pretrain_bench.jsonl}
 BENCH="$BUILD_DIR/pretrain_bench"
+PY211=${PY211:-/var/cache/gmlp/torch-2.11.0/bin/python}
+BENCH211=${BUILD211:-build-cuda}/pretrain_bench
 REF="bench/pretrain_reference.py"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -41,6 +48,17 @@ run_pair() {  # preset vocab bf16(0|1)
   GLIBC_TUNABLES=$SAME_MALLOC \
     /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
     | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
+  if [[ -x $PY211 ]]; then
+    for compile in "" --compile; do
+      GLIBC_TUNABLES=$SAME_MALLOC \
+        "$PY211" "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
+        $compile 2>/dev/null | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
+    done
+  fi
+  if [[ -x $BENCH211 ]]; then
+    "$BENCH211" --preset="$preset" --vocab="$vocab" --steps="$STEPS" --threads="$THREADS" $flag \
+      | sed "s/^{/{\"round\":$r,\"torch\":\"2.11\",/; s/\"impl\":\"libtorch\"/\"impl\":\"libtorch-2.11\"/" >> "$OUT"
+  fi
 }
 # gmlp's mallopt (common/process.h): no mmap below 1 GiB, no trimming below 1 GiB.
 SAME_MALLOC=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
@@ -74,29 +92,40 @@ done
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def med(xs): return statistics.median(xs) if xs else float("nan")
-print("| preset | precision | gmlp tok/s | MFU | PyTorch tok/s (default malloc) | ratio | PyTorch tok/s (same malloc) | ratio | MFU |")
-print("|---|---|---|---|---|---|---|---|---|")
+def peer(r):
+    """A row's engine: gmlp-1.13, gmlp-2.11, pt1.13 (default|same malloc), pt2.11, pt2.11-compile."""
+    if r["impl"] == "libtorch": return "gmlp-1.13"
+    if r["impl"] == "libtorch-2.11": return "gmlp-2.11"
+    v = r.get("torch", "1.13")[:4]
+    if v.startswith("1.13"): return f"pt1.13-{r.get('malloc')}"
+    return "pt" + v + ("-compile" if r["impl"] == "pytorch-compile" else "")
+cols = [("gmlp-1.13", "pt1.13-default"), ("gmlp-1.13", "pt1.13-same"), ("gmlp-1.13", "pt2.11"),
+        ("gmlp-1.13", "pt2.11-compile"), ("gmlp-2.11", "pt2.11"), ("gmlp-2.11", "pt2.11-compile")]
+print("| preset | precision | gmlp 1.13 tok/s | MFU | gmlp 2.11 tok/s | MFU | "
+      + " | ".join(f"{a} / {b}" for a, b in cols) + " |")
+print("|---|---|" + "---|" * (4 + len(cols)))
 keys = []
 for r in rows:
     if "scaling" in r: continue
     k = (r["preset"], r["bf16"])
     if k not in keys: keys.append(k)
 for preset, bf16 in keys:
-    ours = {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16 and r["impl"] == "libtorch" and "scaling" not in r}
-    def ref(malloc):
-        return {r["round"]: r for r in rows if r.get("preset") == preset and r["bf16"] == bf16
-                and r["impl"] == "pytorch" and r.get("malloc") == malloc}
-    dflt, same = ref("default"), ref("same")
-    rounds = sorted(set(ours) & set(dflt) & set(same))
-    if not rounds: continue
-    def ratio(other):  # median of the per-round ratios
-        return med([ours[i]["tokens_per_s"] / other[i]["tokens_per_s"] for i in rounds])
-    def tps(d): return med([d[i]["tokens_per_s"] for i in rounds])
-    fpt = ours[rounds[0]]["flops_per_token"]; peak = med([ours[i]["peak_gflops"] for i in rounds])
-    mfu = lambda t: fpt * t / peak / 1e9
-    print(f"| {preset} | {'bf16' if bf16 else 'fp32'} | {tps(ours):.0f} | {mfu(tps(ours)):.2f} | "
-          f"{tps(dflt):.0f} | {ratio(dflt):.2f}x | {tps(same):.0f} | {ratio(same):.2f}x | "
-          f"{mfu(tps(same)):.2f} |")
+    by = {}  # engine -> round -> row
+    for r in rows:
+        if r.get("preset") == preset and r["bf16"] == bf16 and "scaling" not in r:
+            by.setdefault(peer(r), {})[r["round"]] = r
+    def tps(e):
+        return med([x["tokens_per_s"] for x in by.get(e, {}).values()])
+    def mfu(e):
+        xs = list(by.get(e, {}).values())
+        return med([x["flops_per_token"] * x["tokens_per_s"] / x["peak_gflops"] / 1e9 for x in xs])
+    def ratio(a, b):  # median of the per-round ratios
+        rounds = sorted(set(by.get(a, {})) & set(by.get(b, {})))
+        if not rounds: return "n/a"
+        return f"{med([by[a][i]['tokens_per_s'] / by[b][i]['tokens_per_s'] for i in rounds]):.2f}x"
+    print(f"| {preset} | {'bf16' if bf16 else 'fp32'} | {tps('gmlp-1.13'):.0f} | {mfu('gmlp-1.13'):.2f} | "
+          f"{tps('gmlp-2.11'):.0f} | {mfu('gmlp-2.11'):.2f} | "
+          + " | ".join(ratio(a, b) for a, b in cols) + " |")
 one = {r["round"]: r for r in rows if r.get("scaling") == 1}
 two = {r["round"]: r for r in rows if r.get("scaling") == 2}
 pair = {}  # round -> the slower of the two independent copies (the pace a 2-rank job would keep)

@@ -1,8 +1,18 @@
 #include "pretrain/optimizer.h"
 
+#include <torch/version.h>
+
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+
+// LibTorch 2.4 added a fused AdamW for CPU (CUDA had it before): one pass over each parameter's
+// weight, gradient and moments instead of eight kernels, and an on-device `found_inf` skip.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define GMLP_HAVE_FUSED_ADAMW 1
+#endif
 
 namespace gmlp::pretrain {
 
@@ -18,9 +28,61 @@ Optimizer::Optimizer(std::vector<torch::Tensor> params, OptimizerOptions options
   }
 }
 
-void Optimizer::Step(double lr) {
+bool Optimizer::SkipsOnDevice() const {
+#ifdef GMLP_HAVE_FUSED_ADAMW
+  return options_.kind == "adamw";
+#else
+  return false;
+#endif
+}
+
+void Optimizer::FusedAdamWStep(double lr, const torch::Tensor& skip) {
+#ifdef GMLP_HAVE_FUSED_ADAMW
+  // One fused call per (weight decay, device, dtype) group of the parameters that have a
+  // gradient; their bias-correction step is the optimizer's, as in the loop below.
+  struct Group {
+    std::vector<torch::Tensor> p, g, m, v, t;
+  };
+  std::map<std::tuple<bool, std::string, int>, Group> groups;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& g = params_[i].grad();
+    if (!g.defined()) continue;
+    if (state_steps_.size() != params_.size()) {
+      state_steps_.clear();
+      for (const torch::Tensor& p : params_) {
+        state_steps_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
+      }
+    }
+    Group& grp = groups[{DecaysWeight(params_[i]), params_[i].device().str(),
+                         static_cast<int>(params_[i].scalar_type())}];
+    grp.p.push_back(params_[i]);
+    grp.g.push_back(g);
+    grp.m.push_back(exp_avg_[i]);
+    grp.v.push_back(exp_avg_sq_[i]);
+    grp.t.push_back(state_steps_[i]);
+  }
+  const c10::optional<torch::Tensor> found_inf =
+      skip.defined() ? c10::optional<torch::Tensor>(skip.to(torch::kFloat32)) : c10::nullopt;
+  for (auto& [key, grp] : groups) {
+    at::_foreach_zero_(grp.t);
+    at::_foreach_add_(grp.t, static_cast<double>(step_));
+    at::_fused_adamw_(grp.p, grp.g, grp.m, grp.v, /*max_exp_avg_sqs=*/{}, grp.t, lr, options_.beta1,
+                      options_.beta2, std::get<0>(key) ? options_.weight_decay : 0.0, options_.eps,
+                      /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/c10::nullopt,
+                      found_inf);
+  }
+#else
+  TORCH_CHECK(false, "fused AdamW needs LibTorch >= 2.4");
+#endif
+}
+
+void Optimizer::Step(double lr, const torch::Tensor& skip) {
   torch::NoGradGuard no_grad;
   ++step_;
+  if (SkipsOnDevice()) {
+    FusedAdamWStep(lr, skip);
+    return;
+  }
   const double b1 = options_.beta1, b2 = options_.beta2, eps = options_.eps;
   const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step_));

@@ -39,8 +39,13 @@ class Optimizer {
   // step are skipped (their moments are not advanced).
   Optimizer(std::vector<torch::Tensor> params, OptimizerOptions options);
 
-  // One update at learning rate `lr` using each parameter's .grad().
-  void Step(double lr);
+  // One update at learning rate `lr` using each parameter's .grad(). `skip`, when defined, is a
+  // scalar tensor on the parameters' device: where it is non-zero the update leaves weights and
+  // moments as they were (decided on the device, without a host sync; AdamW on LibTorch >= 2.4,
+  // elsewhere the caller must not step).
+  void Step(double lr, const torch::Tensor& skip = {});
+  // True when Step honours `skip` on the device (the fused AdamW of LibTorch >= 2.4).
+  bool SkipsOnDevice() const;
 
   int64_t step_count() const { return step_; }
   const std::vector<torch::Tensor>& params() const { return params_; }
@@ -54,7 +59,10 @@ class Optimizer {
   OptimizerOptions options_;
   std::vector<torch::Tensor> exp_avg_;
   std::vector<torch::Tensor> exp_avg_sq_;
+  std::vector<torch::Tensor> state_steps_;  // float32 scalars for the fused kernel
   int64_t step_ = 0;
+
+  void FusedAdamWStep(double lr, const torch::Tensor& skip);
 };
 
 // Clips the global L2 norm of the gradients of `params` to `max_norm` (no-op when max_norm is 0)

@@ -217,7 +217,8 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
       torch::where(bad.logical_and(first_nonfinite_.lt(0)),
                    torch::full({}, s.step, first_nonfinite_.options()), first_nonfinite_);
   if (sync) GMLP_RETURN_IF_ERROR(SyncStats(&s));
-  optimizer_->Step(s.lr);
+  // From the first non-finite step on, a fused optimizer leaves the weights alone on the device.
+  optimizer_->Step(s.lr, first_nonfinite_.ge(0));
   for (torch::Tensor& p : params_) p.mutable_grad().reset();
   ++step_;
   s.step_s = Seconds(start);
@@ -241,7 +242,9 @@ absl::Status Trainer::SyncStats(StepStats* s) const {
       "step %d: the loss or gradient norm is not finite (step %d: loss %g, gradient norm %g); "
       "stopped %s. %s Lower --lr, raise --warmup_steps or set --clip_norm, then --resume.",
       first_bad, s->step, s->loss, s->grad_norm,
-      first_bad == s->step ? "without updating the weights" : "(no weights since then were saved)",
+      first_bad == s->step          ? "without updating the weights"
+      : optimizer_->SkipsOnDevice() ? "with the weights as they were before it"
+                                    : "(no weights since then were saved)",
       last_checkpoint_.empty()
           ? std::string("No checkpoint was written yet.")
           : absl::StrCat("The last good checkpoint is ", last_checkpoint_, " (untouched).")));

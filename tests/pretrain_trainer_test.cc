@@ -333,6 +333,14 @@ TEST(TrainerTest, NonFiniteStepBetweenSyncPointsIsCaughtBeforeTheNextCheckpoint)
   const auto list = ListCheckpoints(dir + "/checkpoints");
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].first, 2);
+  Optimizer probe({torch::zeros({1})}, OptimizerOptions{});
+  if (probe.SkipsOnDevice()) {
+    // The fused AdamW skipped step 3's update on the device: the weights are step 2's.
+    TinyMlm check(kVocab, 16, 0.0);
+    ASSERT_TRUE(LoadNamedTensors(*check, dir + "/checkpoints/step_000002/model.pt").ok());
+    auto a = UniqueParameters(*model), b = UniqueParameters(*check);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+  }
 }
 
 // step -> the train record logged at that step.
