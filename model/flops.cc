@@ -1,7 +1,8 @@
 // Closed-form parameter counts and training FLOPs per token (see flops.h). Notation: d d_model,
 // L n_layers, V vocab_size, T type_vocab_size, n_max max_seq_len, n the sequence length of the
 // FLOP count. The per-block formulas are in each block's file, next to the module (gmlp.cc,
-// transformer.cc, mixer.cc), and reached through the arch table; tests compare the counts with the modules for every arch and SGU variant.
+// transformer.cc, mixer.cc), and reached through the arch table; tests compare the counts with the
+// modules for every arch and SGU variant.
 #include "model/flops.h"
 
 #include "model/arch.h"

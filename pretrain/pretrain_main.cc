@@ -56,7 +56,8 @@ int PretrainMain(int argc, char** argv) {
     return Fail(argv[0], absl::InvalidArgumentError("--nproc must be >= 1"));
   }
   if (flags.Given("preset")) sources.preset = preset;
-  for (const auto& [key, value] : train.ToJson().items()) {
+  const nlohmann::json train_json = train.ToJson();
+  for (const auto& [key, value] : train_json.items()) {
     if (flags.Given(key)) sources.train_flags[key] = value;
   }
   absl::StatusOr<pretrain::PretrainConfig> config = pretrain::ResolveConfig(sources);
