@@ -65,8 +65,7 @@ TEST_F(ReaderTest, GlueTableHasAllNineTasksWithOfficialMetrics) {
 }
 
 TEST_F(ReaderTest, InvalidUtf8RowsAreCountedAndSkippedOrRefusedWhenStrict) {
-  Write("train.tsv",
-        "sentence\tlabel\ngood film \t1\nbad \xC3\x28 bytes \t0\ndull film \t0\n");
+  Write("train.tsv", "sentence\tlabel\ngood film \t1\nbad \xC3\x28 bytes \t0\ndull film \t0\n");
   const TaskSpec t = Glue("SST-2");
   const SplitData d = Read(t, t.train);
   ASSERT_EQ(d.examples.size(), 2u);
