@@ -64,6 +64,22 @@ TEST_F(ReaderTest, GlueTableHasAllNineTasksWithOfficialMetrics) {
   EXPECT_NE(bad.status().message().find("known: CoLA"), std::string::npos);
 }
 
+TEST_F(ReaderTest, InvalidUtf8RowsAreCountedAndSkippedOrRefusedWhenStrict) {
+  Write("train.tsv", "sentence\tlabel\ngood film \t1\nbad \xC3\x28 bytes \t0\ndull film \t0\n");
+  const TaskSpec t = Glue("SST-2");
+  const SplitData d = Read(t, t.train);
+  ASSERT_EQ(d.examples.size(), 2u);
+  EXPECT_EQ(d.invalid_utf8_rows, 1);
+  EXPECT_EQ(d.examples[1].text_a, "dull film");
+  EXPECT_EQ(d.examples[1].line, 4);  // line numbers still count the skipped row
+  ReadOptions strict;
+  strict.strict_utf8 = true;
+  auto refused = ReadSplit(t, t.train, dir_, strict);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("train.tsv:3: invalid UTF-8"), std::string::npos)
+      << refused.status();
+}
+
 TEST_F(ReaderTest, Sst2TrailingSpaceBeforeTabAndBom) {
   Write("train.tsv",
         "\xEF\xBB\xBFsentence\tlabel\nhide new secretions from the parental units \t0\n"
