@@ -5,10 +5,10 @@
 #include <stdlib.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "common/file_util.h"
 #include "gtest/gtest.h"
 
 namespace gmlp::testing {
@@ -19,11 +19,10 @@ inline std::string MakeTempDir(const char* name) {
   return std::string(::mkdtemp(tmpl.data()));
 }
 
-// Removes a directory tree made by MakeTempDir (tests leave nothing behind in /tmp).
-inline void RemoveTempDir(const std::string& dir) {
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-}
+// Removes a directory tree made by MakeTempDir (tests leave nothing behind in /tmp). Not
+// std::filesystem: PyPI's libtorch.so exports std::filesystem symbols that a test linked against
+// it binds to, and its remove_all crashes (a null call inside torch 2.11's copy).
+inline void RemoveTempDir(const std::string& dir) { (void)RemoveTree(dir); }
 
 inline void WriteBytes(const std::string& path, absl::string_view bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");

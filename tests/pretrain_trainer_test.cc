@@ -268,37 +268,52 @@ TEST(TrainerTest, FailedCheckpointWriteLeavesThePreviousIntact) {
   EXPECT_EQ(again.trainer->step(), 2);
 }
 
+// A TinyMlm run whose third forward pass returns NaN logits (step 3, one micro-batch per step),
+// checkpointing every 2 steps; Run() stops it.
+struct NanAtStep3 {
+  explicit NanAtStep3(const TrainConfig& config) : model(kVocab, 16, 0.0), loader(kVocab, 10, 8) {
+    dist = *Dist::Connect(DistEnv{}, std::chrono::seconds(5));
+    MlmForwardFn forward = [this](const model::EncoderInput& in, const torch::Tensor& idx) {
+      torch::Tensor logits = model->forward(in, idx);
+      return ++calls == 3 ? logits * std::nan("") : logits;
+    };
+    TrainerOptions o;
+    o.config = config;
+    o.quiet = true;
+    trainer = std::make_unique<Trainer>(o, model.ptr(), forward, &loader, nullptr, dist.get());
+  }
+  // The weights equal those of the checkpoint directory `checkpoint`.
+  void ExpectWeightsOf(const std::string& checkpoint) {
+    TinyMlm check(kVocab, 16, 0.0);
+    absl::Status load = LoadNamedTensors(*check, checkpoint + "/model.pt");
+    ASSERT_TRUE(load.ok()) << load;
+    auto a = UniqueParameters(*model), b = UniqueParameters(*check);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+  }
+
+  int calls = 0;
+  TinyMlm model;
+  FakeLoader loader;
+  std::unique_ptr<Dist> dist;
+  std::unique_ptr<Trainer> trainer;
+};
+
 TEST(TrainerTest, NonFiniteLossStopsAndKeepsTheLastCheckpoint) {
   const std::string dir = testing::FreshTempDir("nan");
-  TrainConfig c = BaseConfig(dir);
+  TrainConfig c = BaseConfig(dir);  // logs every step: every step syncs
   c.checkpoint_every = 2;
   c.eval_every = 0;
   torch::manual_seed(1);
-  TinyMlm model(kVocab, 16, 0.0);
-  FakeLoader loader(kVocab, 10, 8);
-  auto dist = *Dist::Connect(DistEnv{}, std::chrono::seconds(5));
-  int calls = 0;
-  MlmForwardFn forward = [&](const model::EncoderInput& in, const torch::Tensor& idx) {
-    torch::Tensor logits = model->forward(in, idx);
-    return ++calls == 3 ? logits * std::nan("") : logits;
-  };
-  TrainerOptions o;
-  o.config = c;
-  o.quiet = true;
-  Trainer trainer(o, model.ptr(), forward, &loader, nullptr, dist.get());
-  ASSERT_TRUE(trainer.Init().ok());
-  absl::Status st = trainer.Run();
+  NanAtStep3 run(c);
+  ASSERT_TRUE(run.trainer->Init().ok());
+  absl::Status st = run.trainer->Run();
   ASSERT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
   EXPECT_NE(st.message().find("step 3"), std::string::npos) << st;
   EXPECT_NE(st.message().find("not finite"), std::string::npos) << st;
   EXPECT_NE(st.message().find("step_000002"), std::string::npos) << st;
-  EXPECT_EQ(trainer.step(), 2);
+  EXPECT_EQ(run.trainer->step(), 2);
   // The weights were not touched by the bad step: they equal the checkpoint's.
-  TinyMlm check(kVocab, 16, 0.0);
-  absl::Status load = LoadNamedTensors(*check, dir + "/checkpoints/step_000002/model.pt");
-  ASSERT_TRUE(load.ok()) << load;
-  auto a = UniqueParameters(*model), b = UniqueParameters(*check);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+  run.ExpectWeightsOf(dir + "/checkpoints/step_000002");
 }
 
 // A step between two sync points is not checked when it runs: its non-finite loss is found at
@@ -311,35 +326,20 @@ TEST(TrainerTest, NonFiniteStepBetweenSyncPointsIsCaughtBeforeTheNextCheckpoint)
   c.log_every = 5;
   c.eval_every = 0;
   torch::manual_seed(1);
-  TinyMlm model(kVocab, 16, 0.0);
-  FakeLoader loader(kVocab, 10, 8);
-  auto dist = *Dist::Connect(DistEnv{}, std::chrono::seconds(5));
-  int calls = 0;
-  MlmForwardFn forward = [&](const model::EncoderInput& in, const torch::Tensor& idx) {
-    torch::Tensor logits = model->forward(in, idx);
-    return ++calls == 3 ? logits * std::nan("") : logits;
-  };
-  TrainerOptions o;
-  o.config = c;
-  o.quiet = true;
-  Trainer trainer(o, model.ptr(), forward, &loader, nullptr, dist.get());
-  ASSERT_TRUE(trainer.Init().ok());
-  absl::Status st = trainer.Run();
+  NanAtStep3 run(c);
+  ASSERT_TRUE(run.trainer->Init().ok());
+  absl::Status st = run.trainer->Run();
   ASSERT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
   EXPECT_NE(st.message().find("step 3:"), std::string::npos) << st;
   EXPECT_NE(st.message().find("not finite"), std::string::npos) << st;
   EXPECT_NE(st.message().find("step_000002"), std::string::npos) << st;
-  EXPECT_EQ(trainer.step(), 3);  // step 4 (a checkpoint step) stopped before its update
+  EXPECT_EQ(run.trainer->step(), 3);  // step 4 (a checkpoint step) stopped before its update
   const auto list = ListCheckpoints(dir + "/checkpoints");
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].first, 2);
-  Optimizer probe({torch::zeros({1})}, OptimizerOptions{});
-  if (probe.SkipsOnDevice()) {
+  if (Optimizer({torch::zeros({1})}, OptimizerOptions{}).SkipsOnDevice()) {
     // The fused AdamW skipped step 3's update on the device: the weights are step 2's.
-    TinyMlm check(kVocab, 16, 0.0);
-    ASSERT_TRUE(LoadNamedTensors(*check, dir + "/checkpoints/step_000002/model.pt").ok());
-    auto a = UniqueParameters(*model), b = UniqueParameters(*check);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+    run.ExpectWeightsOf(dir + "/checkpoints/step_000002");
   }
 }
 

@@ -8,7 +8,6 @@
 #include <zlib.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
