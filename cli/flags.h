@@ -1,41 +1,22 @@
-// Flag handling shared by every `gmlp` subcommand: each subcommand's flags live in its own
-// *_main.cc (plus a few shared ones it names); ParseSubcommandFlags shows only those in --help
-// and rejects any other flag.
+// What every `gmlp` subcommand's main does with its FlagSet (cli/flag_set.h): add the common
+// --threads, parse, answer --help, report a bad flag in one line, apply the thread count.
 #ifndef GMLP_CLI_FLAGS_H_
 #define GMLP_CLI_FLAGS_H_
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
-#include "absl/flags/commandlineflag.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "cli/flag_set.h"
 
 namespace gmlp::cli {
 
-// The flags one subcommand reads: every flag defined in its `main_file` (e.g.
-// "pretrain_main.cc"), the common --threads, and `borrowed`: flags it reads that are defined
-// elsewhere, in cli/shared_flags.cc or in another subcommand's *_main.cc (Abseil flag names are
-// global to the binary, so a knob two subcommands share is one flag; e.g. `gmlp study` reuses
-// finetune's --lr).
-struct SubcommandFlags {
-  std::string main_file;
-  std::vector<std::string> borrowed;
-
-  bool Accepts(const absl::CommandLineFlag& flag) const;
-};
-
-// Parses argv (argv[0] is the subcommand name, e.g. "pretrain") for the subcommand, then applies
-// the common settings (threads, allocator). Returns the positional arguments after argv[0].
-// Exits with status 1 and one line on a flag the subcommand does not read; --help (-h,
-// --helpfull, --helpshort) prints `usage` and exactly the subcommand's flags, then exits 0.
-std::vector<std::string> ParseSubcommandFlags(int argc, char** argv, const SubcommandFlags& flags,
-                                              absl::string_view usage);
-
-// The --help text: `usage`, then each flag the subcommand accepts with its help, default and,
-// when a subcommand set its own default, current value.
-void PrintSubcommandHelp(const SubcommandFlags& flags, absl::string_view usage, std::FILE* out);
+// Adds --threads to `flags` and parses argv (argv[0] is the subcommand name) into it. --help
+// (-h, --helpfull, --helpshort) prints flags.Help() to stdout and exits 0; an unknown flag or a
+// bad value prints "gmlp <subcommand>: error: ..." and exits 1. Then sets LibTorch's intra-op
+// threads and the allocator settings. Returns the positional arguments.
+std::vector<std::string> ParseSubcommandFlags(FlagSet& flags, int argc, char** argv);
 
 // Prints "gmlp <subcommand>: error: <message>" to stderr and returns 1 (for `return Fail(...)`).
 int Fail(absl::string_view subcommand, const absl::Status& status);

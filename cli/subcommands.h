@@ -10,7 +10,7 @@ int PrepareMain(int argc, char** argv);    // data/prepare_main.cc
 int PretrainMain(int argc, char** argv);   // pretrain/pretrain_main.cc
 int FinetuneMain(int argc, char** argv);   // finetune/finetune_main.cc
 int PredictMain(int argc, char** argv);    // finetune/predict_main.cc
-int StudyMain(int argc, char** argv);      // finetune/study_main.cc
+int StudyMain(int argc, char** argv);      // study/study_main.cc
 
 }  // namespace gmlp::cli
 

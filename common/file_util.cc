@@ -1,10 +1,12 @@
 #include "common/file_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -13,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace gmlp {
-namespace {
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   const int err = errno;
@@ -24,11 +25,29 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   return absl::UnknownError(msg);
 }
 
+namespace {
+
 std::string ParentDir(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+// Writes all of `contents` to `fd` (retrying on EINTR); errors name `path`.
+absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
+  const char* p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("write", path);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -59,19 +78,10 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("create", tmp);
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status st = ErrnoError("write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return st;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  if (absl::Status st = WriteAll(fd, contents, tmp); !st.ok()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return st;
   }
   if (::fsync(fd) != 0) {
     absl::Status st = ErrnoError("fsync", tmp);
@@ -162,6 +172,43 @@ std::string ExecutableDir() {
   if (n <= 0) return ".";
   buf[n] = '\0';
   return ParentDir(std::string(buf));
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
+  if (S_ISDIR(st.st_mode)) {
+    for (const std::string& name : ListDir(path)) {
+      if (absl::Status s = RemoveTree(JoinPath(path, name)); !s.ok()) return s;
+    }
+    if (::rmdir(path.c_str()) != 0) return ErrnoError("rmdir", path);
+  } else if (::unlink(path.c_str()) != 0) {
+    return ErrnoError("unlink", path);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyFile(const std::string& from, const std::string& to) {
+  absl::StatusOr<std::string> bytes = ReadFile(from);
+  if (!bytes.ok()) return bytes.status();
+  const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create", to);
+  absl::Status st = WriteAll(fd, *bytes, to);
+  if (::close(fd) != 0 && st.ok()) st = ErrnoError("close", to);
+  return st;
 }
 
 }  // namespace gmlp

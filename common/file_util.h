@@ -13,6 +13,10 @@
 
 namespace gmlp {
 
+// An error for the failed system call `what` on `path` from errno: NotFound for ENOENT,
+// ResourceExhausted (with a hint) for ENOSPC, else Unknown; the message names path and errno.
+absl::Status ErrnoError(absl::string_view what, const std::string& path);
+
 // Reads a whole file. NotFound names the path when it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
@@ -37,6 +41,15 @@ absl::StatusOr<int64_t> FileSize(const std::string& path);
 // Expands each pattern with glob(3), sorted; a pattern that names an existing file is kept as
 // is. A pattern that matches nothing is a NotFound error naming it.
 absl::StatusOr<std::vector<std::string>> ExpandGlobs(const std::vector<std::string>& patterns);
+
+// The names in `dir` (no "." or ".."), sorted; empty when it cannot be read.
+std::vector<std::string> ListDir(const std::string& dir);
+
+// `rm -r`: removes a file or a directory tree; a missing path is not an error.
+absl::Status RemoveTree(const std::string& path);
+
+// Copies a file byte for byte (not atomically: the caller commits the directory it is in).
+absl::Status CopyFile(const std::string& from, const std::string& to);
 
 // Joins two path components with exactly one '/'.
 std::string JoinPath(absl::string_view a, absl::string_view b);

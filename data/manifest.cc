@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 
 namespace gmlp::data {
@@ -77,11 +78,7 @@ nlohmann::json Manifest::ToJson() const {
   j["totals"] = totals;
   nlohmann::json list = nlohmann::json::array();
   for (const ShardEntry& s : shards) {
-    list.push_back({{"file", s.file},
-                    {"split", s.split},
-                    {"num_sequences", s.num_sequences},
-                    {"num_tokens", s.num_tokens},
-                    {"checksum", s.checksum}});
+    list.push_back(s.ToJson());
   }
   j["shards"] = list;
   j["word_start_bitmap"] = EncodeBitmap(word_starts);
@@ -111,12 +108,7 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     m.input_bytes = totals.at("input_bytes").get<int64_t>();
     m.invalid_utf8_lines = totals.at("invalid_utf8_lines").get<int64_t>();
     for (const nlohmann::json& s : j.at("shards")) {
-      ShardEntry e;
-      e.file = s.at("file").get<std::string>();
-      e.split = s.at("split").get<std::string>();
-      e.num_sequences = s.at("num_sequences").get<int64_t>();
-      e.num_tokens = s.at("num_tokens").get<int64_t>();
-      e.checksum = s.at("checksum").get<std::string>();
+      ShardEntry e = ShardEntry::FromJson(s);
       if ((e.split != "train" && e.split != "valid") || e.num_sequences < 0 || e.file.empty()) {
         return absl::DataLossError(
             absl::StrCat(source, ": shard entry ", s.dump(), " is malformed; ", fix));
@@ -139,17 +131,32 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
   }
 }
 
+nlohmann::json ShardEntry::ToJson() const {
+  return {{"file", file},
+          {"split", split},
+          {"num_sequences", num_sequences},
+          {"num_tokens", num_tokens},
+          {"checksum", checksum}};
+}
+
+ShardEntry ShardEntry::FromJson(const nlohmann::json& j) {
+  ShardEntry e;
+  e.file = j.at("file").get<std::string>();
+  e.split = j.at("split").get<std::string>();
+  e.num_sequences = j.at("num_sequences").get<int64_t>();
+  e.num_tokens = j.at("num_tokens").get<int64_t>();
+  e.checksum = j.at("checksum").get<std::string>();
+  return e;
+}
+
 absl::StatusOr<Manifest> ReadManifest(const std::string& path) {
   if (!PathExists(path)) {
     return absl::NotFoundError(absl::StrCat(
         path, ": no such manifest; run `gmlp prepare --output=<dir>` first and pass that <dir>"));
   }
-  GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": not valid JSON (a half-written or edited manifest?); re-run `gmlp prepare`"));
-  }
+  GMLP_ASSIGN_OR_RETURN(
+      const nlohmann::json j,
+      ReadJsonFile(path, "a half-written or edited manifest? re-run `gmlp prepare`"));
   return Manifest::FromJson(j, path);
 }
 

@@ -23,6 +23,11 @@ struct ShardEntry {
   int64_t num_sequences = 0;
   int64_t num_tokens = 0;  // ids that are not [PAD]
   std::string checksum;    // of the whole file (common/checksum.h FileChecksum)
+
+  // The entry's JSON object, as the manifest and prepare's block records hold it. FromJson
+  // throws nlohmann::json::exception on a missing key or a wrong type.
+  nlohmann::json ToJson() const;
+  static ShardEntry FromJson(const nlohmann::json& j);
 };
 
 struct SplitTotals {

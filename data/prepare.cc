@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "data/bounded_queue.h"
 #include "data/packer.h"
@@ -269,13 +270,7 @@ absl::Status Preparer::ReadAll(BoundedQueue<Block>* queue) {
 
 nlohmann::json Preparer::RecordFor(const Block& block, const BlockResult& r) const {
   nlohmann::json shards = nlohmann::json::array();
-  for (const ShardEntry& s : r.shards) {
-    shards.push_back({{"file", s.file},
-                      {"split", s.split},
-                      {"num_sequences", s.num_sequences},
-                      {"num_tokens", s.num_tokens},
-                      {"checksum", s.checksum}});
-  }
+  for (const ShardEntry& s : r.shards) shards.push_back(s.ToJson());
   return {{"settings", settings_},
           {"input_file", files_[block.file]},
           {"input_file_bytes", file_bytes_[block.file]},
@@ -289,10 +284,9 @@ nlohmann::json Preparer::RecordFor(const Block& block, const BlockResult& r) con
 
 std::optional<BlockResult> Preparer::TryReuse(const Block& block, const std::string& record_path) {
   if (!PathExists(record_path)) return std::nullopt;
-  absl::StatusOr<std::string> text = ReadFile(record_path);
-  if (!text.ok()) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
+  absl::StatusOr<nlohmann::json> record = ReadJsonFile(record_path, "it is written again");
+  if (!record.ok()) return std::nullopt;
+  const nlohmann::json& j = *record;
   try {
     if (j.at("settings") != settings_ || j.at("input_file") != files_[block.file] ||
         j.at("input_file_bytes").get<int64_t>() != file_bytes_[block.file] ||
@@ -309,12 +303,7 @@ std::optional<BlockResult> Preparer::TryReuse(const Block& block, const std::str
     r.text_bytes = j.at("text_bytes").get<int64_t>();
     r.skipped = true;
     for (const nlohmann::json& s : j.at("shards")) {
-      ShardEntry e;
-      e.file = s.at("file").get<std::string>();
-      e.split = s.at("split").get<std::string>();
-      e.num_sequences = s.at("num_sequences").get<int64_t>();
-      e.num_tokens = s.at("num_tokens").get<int64_t>();
-      e.checksum = s.at("checksum").get<std::string>();
+      ShardEntry e = ShardEntry::FromJson(s);
       absl::StatusOr<std::string> actual = FileChecksum(JoinPath(options_.output, e.file));
       if (!actual.ok() || *actual != e.checksum) return std::nullopt;
       r.shards.push_back(std::move(e));

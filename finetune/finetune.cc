@@ -32,15 +32,6 @@ struct TaskData {
   std::vector<SplitData> test_raw;
 };
 
-absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
-  if (job.task.empty() == job.task_spec.empty()) {
-    return absl::InvalidArgumentError(
-        "give exactly one of --task (a GLUE task) or --task_spec (a task spec JSON file)");
-  }
-  if (!job.task.empty()) return GlueTask(job.task);
-  return LoadTaskSpec(job.task_spec);
-}
-
 std::string FormatPrediction(const TaskSpec& task, const SplitPredictions& p, size_t i) {
   if (task.is_regression()) return absl::StrFormat("%.3f", p.score[i]);
   return task.labels[p.label[i]];
@@ -85,15 +76,188 @@ absl::Status WritePredictions(const TaskSpec& task, const TaskData& data, const 
   return absl::OkStatus();
 }
 
+// The encoder every seed starts from, and the tokenizer that goes with it.
+struct EncoderSource {
+  model::EncoderConfig config;
+  std::string tokenizer_path;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  EncoderFactory make;
+};
+
+absl::StatusOr<EncoderSource> LoadEncoderSource(const FinetuneJob& job) {
+  EncoderSource src;
+  if (!job.init.empty()) {
+    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre,
+                          pretrain::LoadPretrainedEncoder(job.init));
+    src.config = pre.config;
+    src.tokenizer_path = pre.tokenizer_path;
+    const std::string init = job.init;
+    src.make = [init]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder p, pretrain::LoadPretrainedEncoder(init));
+      return p.encoder;
+    };
+  } else {
+    if (job.preset.empty() || job.tokenizer.empty()) {
+      return absl::InvalidArgumentError(
+          "--init is unset: name a pretrained run (--init=runs/pretrain/...), or to train from "
+          "scratch give both --preset and --tokenizer");
+    }
+    std::fprintf(stderr,
+                 "\n*** WARNING: --init is unset: finetuning a RANDOMLY INITIALIZED %s encoder "
+                 "(no pretraining). Scores will be far below pretrained ones. ***\n\n",
+                 job.preset.c_str());
+    GMLP_ASSIGN_OR_RETURN(src.config, model::Preset(job.preset));
+    src.tokenizer_path = job.tokenizer;
+  }
+  GMLP_ASSIGN_OR_RETURN(src.tokenizer, tokenizer::Tokenizer::Load(src.tokenizer_path));
+  if (job.init.empty()) {
+    src.config.vocab_size = src.tokenizer->vocab_size();
+    src.config.max_seq_len = std::max(src.config.max_seq_len, job.options.max_len);
+    GMLP_RETURN_IF_ERROR(src.config.Validate());
+    const model::EncoderConfig config = src.config;
+    src.make = [config]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+      return model::MakeEncoder(config);
+    };
+  }
+  if (job.options.max_len > src.config.max_seq_len) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_len=", job.options.max_len,
+                                                   " exceeds the encoder's max_seq_len (",
+                                                   src.config.max_seq_len, "); lower --max_len"));
+  }
+  return src;
+}
+
+// Reads one split, reporting what was skipped; the strict setting makes bad UTF-8 an error.
+absl::StatusOr<SplitData> ReadAndReport(const FinetuneJob& job, const TaskSpec& task,
+                                        const SplitSpec& split, const std::string& data_dir) {
+  ReadOptions options;
+  options.strict_utf8 = job.strict_utf8;
+  GMLP_ASSIGN_OR_RETURN(SplitData d, ReadSplit(task, split, data_dir, options));
+  if (d.skipped_rows > 0) {
+    std::fprintf(stderr, "finetune: %s: skipped %lld malformed rows\n", d.path.c_str(),
+                 static_cast<long long>(d.skipped_rows));
+  }
+  if (d.invalid_utf8_rows > 0) {
+    std::fprintf(stderr,
+                 "finetune: %s: skipped %lld rows of invalid UTF-8 (--strict_utf8 stops at "
+                 "the first)\n",
+                 d.path.c_str(), static_cast<long long>(d.invalid_utf8_rows));
+  }
+  return d;
+}
+
+// Reads and encodes every split: train (a fixed random subset when asked), eval (the first N
+// when asked) and the test splits whose files exist.
+absl::StatusOr<TaskData> ReadTaskData(const FinetuneJob& job, const TaskSpec& task,
+                                      const std::string& data_dir,
+                                      const tokenizer::Tokenizer& tok) {
+  const TokenizeFn tokenize = [&tok](absl::string_view text, std::vector<int32_t>* out) {
+    return tok.Encode(text, out);
+  };
+  const bool pair = task.is_pair();
+  const int64_t max_len = job.options.max_len;
+  TaskData data;
+  GMLP_ASSIGN_OR_RETURN(SplitData train, ReadAndReport(job, task, task.train, data_dir));
+  if (job.max_train_examples > 0 &&
+      static_cast<int64_t>(train.examples.size()) > job.max_train_examples) {
+    // A fixed random subset, the same for every seed and every encoder.
+    std::mt19937_64 rng(12345);
+    std::shuffle(train.examples.begin(), train.examples.end(), rng);
+    train.examples.resize(job.max_train_examples);
+  }
+  GMLP_ASSIGN_OR_RETURN(data.train, EncodeSplit(train, pair, max_len, tokenize));
+  for (const SplitSpec& s : task.eval) {
+    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadAndReport(job, task, s, data_dir));
+    if (job.max_eval_examples > 0 &&
+        static_cast<int64_t>(d.examples.size()) > job.max_eval_examples) {
+      d.examples.resize(job.max_eval_examples);
+    }
+    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc, EncodeSplit(d, pair, max_len, tokenize));
+    data.evals.push_back({s.name, std::move(enc)});
+    data.eval_raw.push_back(std::move(d));
+  }
+  for (const SplitSpec& s : task.test) {
+    const std::string path = ResolveDataPath(data_dir, s.file);
+    if (!PathExists(path)) {
+      std::fprintf(stderr, "finetune: %s: no test file %s; no predictions for split '%s'\n",
+                   task.name.c_str(), path.c_str(), s.name.c_str());
+      continue;
+    }
+    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadAndReport(job, task, s, data_dir));
+    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc, EncodeSplit(d, pair, max_len, tokenize));
+    data.tests.push_back({s.name, std::move(enc)});
+    data.test_raw.push_back(std::move(d));
+  }
+  return data;
+}
+
+// What always answering the most frequent label scores on each eval split: the floor the
+// seeds must beat.
+std::map<std::string, double> MajorityClassAccuracy(const std::vector<EncodedSplit>& evals) {
+  std::map<std::string, double> majority;
+  for (const EncodedSplit& split : evals) {
+    std::map<int64_t, int64_t> counts;
+    int64_t top = 0;
+    for (const EncodedExample& e : split.examples) top = std::max(top, ++counts[e.label]);
+    if (!split.examples.empty()) {
+      majority[split.name] = static_cast<double>(top) / static_cast<double>(split.examples.size());
+    }
+  }
+  return majority;
+}
+
+// results.json (layout in finetune/README.md).
+nlohmann::json ResultsJson(const FinetuneJob& job, const TaskSpec& task,
+                           const std::string& data_dir, const model::EncoderConfig& config,
+                           const TaskData& data, const FinetuneResult& result) {
+  nlohmann::json out = {{"task", task.name},
+                        {"task_spec", task.ToJson()},
+                        {"data_dir", data_dir},
+                        {"init", job.init},
+                        {"from_scratch", job.init.empty()},
+                        {"encoder", config.ToJson()},
+                        {"num_params", model::CountParameters(config).total},
+                        {"options", job.options.ToJson()},
+                        {"max_train_examples", job.max_train_examples},
+                        {"train_examples", data.train.size()},
+                        {"selection_split", task.eval[0].name},
+                        {"selection_metric", task.primary_metric()},
+                        {"best_seed", result.best_seed}};
+  if (!task.is_regression()) out["majority_class_accuracy"] = result.majority_class_accuracy;
+  out["seeds"] = nlohmann::json::array();
+  for (const SeedResult& r : result.seeds) out["seeds"].push_back(r.ToJson());
+  out["summary"] = result.Summary();
+  return out;
+}
+
+void LogSummary(const std::string& task, const nlohmann::json& summary, size_t seeds) {
+  for (const auto& [split, metrics] : summary.items()) {
+    for (const auto& [metric, s] : metrics.items()) {
+      std::fprintf(stderr, "finetune %s: %s %s: median %.4f mean %.4f std %.4f over %zu seed(s)\n",
+                   task.c_str(), split.c_str(), metric.c_str(), s["median"].get<double>(),
+                   s["mean"].get<double>(), s["std"].get<double>(), seeds);
+    }
+  }
+}
+
 }  // namespace
 
-std::string DefaultDataDir(const FinetuneJob& job, const std::string& data_root) {
+absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
+  if (job.task.empty() == job.task_spec.empty()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --task (a GLUE task) or --task_spec (a task spec JSON file)");
+  }
+  if (!job.task.empty()) return GlueTask(job.task);
+  return LoadTaskSpec(job.task_spec);
+}
+
+std::string DefaultDataDir(const FinetuneJob& job) {
   if (!job.data_dir.empty()) return job.data_dir;
-  if (job.task.empty()) return data_root;
+  if (job.task.empty()) return job.data_root;
   auto t = GlueTask(job.task);
   const std::string name = t.ok() ? t->name : job.task;
-  if (name == "RTE") return JoinPath(data_root, "nli/RTE");
-  return JoinPath(data_root, JoinPath("glue", name));
+  if (name == "RTE") return JoinPath(job.data_root, "nli/RTE");
+  return JoinPath(job.data_root, JoinPath("glue", name));
 }
 
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
@@ -125,162 +289,65 @@ nlohmann::json SummarizeSeeds(const std::vector<SeedResult>& seeds) {
   return summary;
 }
 
-absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job) {
+nlohmann::json FinetuneResult::Summary() const { return SummarizeSeeds(seeds); }
+
+absl::StatusOr<FinetuneResult> FinetuneResult::FromJson(const nlohmann::json& j) {
+  FinetuneResult r;
+  try {
+    r.task = j.at("task").get<std::string>();
+    r.best_seed = j.value("best_seed", uint64_t{0});
+    if (j.contains("majority_class_accuracy")) {
+      r.majority_class_accuracy =
+          j.at("majority_class_accuracy").get<std::map<std::string, double>>();
+    }
+    for (const nlohmann::json& s : j.at("seeds")) {
+      GMLP_ASSIGN_OR_RETURN(SeedResult seed, SeedResult::FromJson(s));
+      r.seeds.push_back(std::move(seed));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed results (", e.what(), ")"));
+  }
+  return r;
+}
+
+absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
   GMLP_RETURN_IF_ERROR(job.options.Validate());
   GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(job));
   if (job.output.empty()) return absl::InvalidArgumentError("--output is empty; name a directory");
-  const std::string data_dir = DefaultDataDir(job, "../shared/data");
-
-  // The encoder a seed starts from, and the tokenizer that goes with it.
-  model::EncoderConfig config;
-  std::string tokenizer_path;
-  EncoderFactory make_encoder;
-  if (!job.init.empty()) {
-    GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre,
-                          pretrain::LoadPretrainedEncoder(job.init));
-    config = pre.config;
-    tokenizer_path = pre.tokenizer_path;
-    const std::string init = job.init;
-    make_encoder = [init]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
-      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder p, pretrain::LoadPretrainedEncoder(init));
-      return p.encoder;
-    };
-  } else {
-    if (job.preset.empty() || job.tokenizer.empty()) {
-      return absl::InvalidArgumentError(
-          "--init is unset: name a pretrained run (--init=runs/pretrain/...), or to train from "
-          "scratch give both --preset and --tokenizer");
-    }
-    std::fprintf(stderr,
-                 "\n*** WARNING: --init is unset: finetuning a RANDOMLY INITIALIZED %s encoder "
-                 "(no pretraining). Scores will be far below pretrained ones. ***\n\n",
-                 job.preset.c_str());
-    GMLP_ASSIGN_OR_RETURN(config, model::Preset(job.preset));
-    tokenizer_path = job.tokenizer;
-  }
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
-                        tokenizer::Tokenizer::Load(tokenizer_path));
-  if (job.init.empty()) {
-    config.vocab_size = tok->vocab_size();
-    config.max_seq_len = std::max(config.max_seq_len, job.options.max_len);
-    GMLP_RETURN_IF_ERROR(config.Validate());
-    make_encoder = [config]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
-      return model::MakeEncoder(config);
-    };
-  }
-  if (job.options.max_len > config.max_seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_len=", job.options.max_len,
-                                                   " exceeds the encoder's max_seq_len (",
-                                                   config.max_seq_len, "); lower --max_len"));
-  }
-
-  // Read and encode every split.
-  const TokenizeFn tokenize = [&tok](absl::string_view text, std::vector<int32_t>* out) {
-    return tok->Encode(text, out);
-  };
-  const bool pair = task.is_pair();
-  TaskData data;
-  {
-    GMLP_ASSIGN_OR_RETURN(SplitData train, ReadSplit(task, task.train, data_dir));
-    if (train.skipped_rows > 0) {
-      std::fprintf(stderr, "finetune: %s: skipped %lld malformed rows\n", train.path.c_str(),
-                   static_cast<long long>(train.skipped_rows));
-    }
-    if (job.max_train_examples > 0 &&
-        static_cast<int64_t>(train.examples.size()) > job.max_train_examples) {
-      // A fixed random subset, the same for every seed and every encoder.
-      std::mt19937_64 rng(12345);
-      std::shuffle(train.examples.begin(), train.examples.end(), rng);
-      train.examples.resize(job.max_train_examples);
-    }
-    GMLP_ASSIGN_OR_RETURN(data.train, EncodeSplit(train, pair, job.options.max_len, tokenize));
-  }
-  for (const SplitSpec& s : task.eval) {
-    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadSplit(task, s, data_dir));
-    if (job.max_eval_examples > 0 &&
-        static_cast<int64_t>(d.examples.size()) > job.max_eval_examples) {
-      d.examples.resize(job.max_eval_examples);
-    }
-    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc,
-                          EncodeSplit(d, pair, job.options.max_len, tokenize));
-    data.evals.push_back({s.name, std::move(enc)});
-    data.eval_raw.push_back(std::move(d));
-  }
-  for (const SplitSpec& s : task.test) {
-    const std::string path = ResolveDataPath(data_dir, s.file);
-    if (!PathExists(path)) {
-      std::fprintf(stderr, "finetune: %s: no test file %s; no predictions for split '%s'\n",
-                   task.name.c_str(), path.c_str(), s.name.c_str());
-      continue;
-    }
-    GMLP_ASSIGN_OR_RETURN(SplitData d, ReadSplit(task, s, data_dir));
-    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc,
-                          EncodeSplit(d, pair, job.options.max_len, tokenize));
-    data.tests.push_back({s.name, std::move(enc)});
-    data.test_raw.push_back(std::move(d));
-  }
+  const std::string data_dir = DefaultDataDir(job);
+  GMLP_ASSIGN_OR_RETURN(EncoderSource encoder, LoadEncoderSource(job));
+  GMLP_ASSIGN_OR_RETURN(TaskData data, ReadTaskData(job, task, data_dir, *encoder.tokenizer));
   std::fprintf(stderr, "finetune %s: %zu train examples, eval %s; %s encoder, %zu seed(s)\n",
-               task.name.c_str(), data.train.size(), task.eval[0].name.c_str(), config.arch.c_str(),
-               job.seeds.size());
+               task.name.c_str(), data.train.size(), task.eval[0].name.c_str(),
+               encoder.config.arch.c_str(), job.seeds.size());
 
   // k seeds; the best (by eval[0]'s primary metric) is saved.
-  std::vector<SeedResult> results;
+  FinetuneResult result;
+  result.task = task.name;
   SeedRun best;
   for (uint64_t seed : job.seeds) {
-    GMLP_ASSIGN_OR_RETURN(SeedRun run, FinetuneSeed(task, make_encoder, data.train, data.evals,
+    GMLP_ASSIGN_OR_RETURN(SeedRun run, FinetuneSeed(task, encoder.make, data.train, data.evals,
                                                     data.tests, job.options, seed));
-    results.push_back(run.result);
+    result.seeds.push_back(run.result);
+    result.seeds.back().predictions.clear();
     if (best.classifier.is_empty() || run.result.selection_score > best.result.selection_score) {
       best = std::move(run);
     }
   }
+  result.best_seed = best.result.seed;
+  if (!task.is_regression()) result.majority_class_accuracy = MajorityClassAccuracy(data.evals);
 
   GMLP_RETURN_IF_ERROR(MakeDirs(job.output));
-  nlohmann::json out = {{"task", task.name},
-                        {"task_spec", task.ToJson()},
-                        {"data_dir", data_dir},
-                        {"init", job.init},
-                        {"from_scratch", job.init.empty()},
-                        {"encoder", config.ToJson()},
-                        {"num_params", model::CountParameters(config).total},
-                        {"options", job.options.ToJson()},
-                        {"max_train_examples", job.max_train_examples},
-                        {"train_examples", data.train.size()},
-                        {"selection_split", task.eval[0].name},
-                        {"selection_metric", task.primary_metric()},
-                        {"best_seed", best.result.seed}};
-  if (!task.is_regression()) {
-    // What always answering the most frequent label scores: the floor the seeds must beat.
-    nlohmann::json majority = nlohmann::json::object();
-    for (const EncodedSplit& split : data.evals) {
-      std::map<int64_t, int64_t> counts;
-      int64_t top = 0;
-      for (const EncodedExample& e : split.examples) top = std::max(top, ++counts[e.label]);
-      if (!split.examples.empty()) {
-        majority[split.name] =
-            static_cast<double>(top) / static_cast<double>(split.examples.size());
-      }
-    }
-    out["majority_class_accuracy"] = majority;
-  }
-  out["seeds"] = nlohmann::json::array();
-  for (const SeedResult& r : results) out["seeds"].push_back(r.ToJson());
-  out["summary"] = SummarizeSeeds(results);
   GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
   if (job.save_model) {
     GMLP_RETURN_IF_ERROR(SaveFinetunedModel(JoinPath(job.output, kModelDir), *best.classifier,
-                                            config, task, job.options.max_len, tokenizer_path));
+                                            encoder.config, task, job.options.max_len,
+                                            encoder.tokenizer_path));
   }
+  const nlohmann::json out = ResultsJson(job, task, data_dir, encoder.config, data, result);
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(job.output, kResultsFile), out.dump(2) + "\n"));
-
-  for (const auto& [split, metrics] : out["summary"].items()) {
-    for (const auto& [metric, s] : metrics.items()) {
-      std::fprintf(stderr, "finetune %s: %s %s: median %.4f mean %.4f std %.4f over %zu seed(s)\n",
-                   task.name.c_str(), split.c_str(), metric.c_str(), s["median"].get<double>(),
-                   s["mean"].get<double>(), s["std"].get<double>(), results.size());
-    }
-  }
-  return out;
+  LogSummary(task.name, out["summary"], result.seeds.size());
+  return result;
 }
 
 }  // namespace gmlp::finetune

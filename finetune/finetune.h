@@ -5,6 +5,7 @@
 #define GMLP_FINETUNE_FINETUNE_H_
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -17,9 +18,10 @@ namespace gmlp::finetune {
 struct FinetuneJob {
   std::string task;       // a GLUE task name (CoLA, SST-2, ..., MNLI, ...), or
   std::string task_spec;  // a task spec JSON file
-  // GLUE: the task's folder (default ../shared/data/glue/<task>, nli/RTE for RTE). Task spec:
-  // the directory its relative file names resolve against (default ../shared/data).
-  std::string data_dir;
+  // The shared data root: GLUE tasks default to <data_root>/glue/<task> (nli/RTE for RTE),
+  // task specs resolve their relative file names against it.
+  std::string data_root = "../shared/data";
+  std::string data_dir;   // overrides the folder above (GLUE) or data_root (task spec)
   std::string init;       // `gmlp pretrain` output or checkpoint directory
   std::string preset;     // only without init: train from scratch (loudly warned)
   std::string tokenizer;  // only without init: the SentencePiece .model to tokenize with
@@ -28,7 +30,38 @@ struct FinetuneJob {
   int64_t max_train_examples = 0;  // > 0: a fixed random subset (same for every seed)
   int64_t max_eval_examples = 0;   // > 0: first N examples of each eval split
   bool save_model = true;
+  bool strict_utf8 = false;  // invalid UTF-8 in a data file is an error, not a skipped row
   FinetuneOptions options;
+
+  // The job's own fields (options has its own list), as FinetuneOptions::ForEachField.
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("task", self.task,
+          "GLUE task: CoLA, SST-2, MRPC, QQP, STS-B, MNLI, QNLI, RTE or WNLI (or use --task_spec)");
+    visit("task_spec", self.task_spec,
+          "task spec JSON file describing any other dataset (e.g. finetune/tasks/SICK.json)");
+    visit("data_root", self.data_root,
+          "the shared data root: GLUE tasks are read from <data_root>/glue/<task> (nli/RTE for "
+          "RTE), task specs resolve relative file names against it");
+    visit("data_dir", self.data_dir,
+          "overrides the task's folder (GLUE) or --data_root (task spec)");
+    visit("init", self.init,
+          "pretrained encoder: a `gmlp pretrain` output or checkpoint directory");
+    visit("preset", self.preset,
+          "only without --init: finetune a randomly initialized encoder of this preset");
+    visit("tokenizer", self.tokenizer,
+          "only without --init: the SentencePiece .model to tokenize with");
+    visit("output", self.output,
+          "output directory: results.json, predictions/, submission/, model/");
+    visit("seeds", self.seeds, "comma-separated seeds, one finetuning run each (e.g. 1,2,3)");
+    visit("max_train_examples", self.max_train_examples,
+          "> 0: train on a fixed random subset of this many examples");
+    visit("max_eval_examples", self.max_eval_examples,
+          "> 0: evaluate on the first N examples of each eval split");
+    visit("save_model", self.save_model, "save the best seed's model for `gmlp predict`");
+    visit("strict_utf8", self.strict_utf8,
+          "stop at the first line of invalid UTF-8 (default: count and skip such lines)");
+  }
 };
 
 // Output layout under job.output (see finetune/README.md):
@@ -39,11 +72,28 @@ struct FinetuneJob {
 inline constexpr char kResultsFile[] = "results.json";
 inline constexpr char kModelDir[] = "model";
 
-// Runs the job and returns the results JSON it wrote.
-absl::StatusOr<nlohmann::json> RunFinetune(const FinetuneJob& job);
+// What a job found: every seed's best epoch, and the floor they had to beat. results.json
+// holds it (and more); FromJson reads it back from there.
+struct FinetuneResult {
+  std::string task;
+  std::vector<SeedResult> seeds;  // in job order; without predictions
+  uint64_t best_seed = 0;
+  // Per eval split: the accuracy of always answering its most frequent label (classification).
+  std::map<std::string, double> majority_class_accuracy;
 
-// The default data directory for a job (rules above), given the repo-relative data root.
-std::string DefaultDataDir(const FinetuneJob& job, const std::string& data_root);
+  // SummarizeSeeds(seeds).
+  nlohmann::json Summary() const;
+  static absl::StatusOr<FinetuneResult> FromJson(const nlohmann::json& results_json);
+};
+
+// Runs the job, writes its outputs and returns what it found.
+absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job);
+
+// The task `job` names: its GLUE task, or its task spec file (exactly one must be set).
+absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job);
+
+// The directory the job's data files are read from (rules above).
+std::string DefaultDataDir(const FinetuneJob& job);
 
 // Parses "1,2,3" into seeds.
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text);

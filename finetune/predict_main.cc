@@ -5,33 +5,28 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
-#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "finetune/saved_model.h"
 
-ABSL_DECLARE_FLAG(std::string, model);  // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(std::string, input);  // cli/shared_flags.cc
-
 namespace gmlp::cli {
 
 int PredictMain(int argc, char** argv) {
-  // Shared flags (cli/shared_flags.cc) take this subcommand's defaults.
-  absl::SetFlag(&FLAGS_input, "-");
-  absl::SetFlag(&FLAGS_model, "");
-  ParseSubcommandFlags(
-      argc, argv, {"predict_main.cc", {"input", "model"}},
-      "gmlp predict --model=runs/ft/sst2 [--input=file|-]\n\n"
-      "Prints one label (or score, for regression tasks) per input line. Pair tasks read "
-      "'sentence1<TAB>sentence2' lines.");
-  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  std::string model_dir;
+  std::string input = "-";
+  FlagSet flags(argv[0],
+                "gmlp predict --model=runs/ft/sst2 [--input=file|-]\n\n"
+                "Prints one label (or score, for regression tasks) per input line. Pair tasks "
+                "read 'sentence1<TAB>sentence2' lines.");
+  flags.Add("model", &model_dir, "A `gmlp finetune` output directory (its model/ is loaded).");
+  flags.Add("input", &input, "File of sentences, one per line; '-' = stdin.");
+  ParseSubcommandFlags(flags, argc, argv);
   if (model_dir.empty()) {
     return Fail(argv[0], absl::InvalidArgumentError(
                              "--model is required: the --output directory of `gmlp finetune`"));
   }
-  const std::string input = absl::GetFlag(FLAGS_input);
   std::vector<std::string> lines;
   {
     std::ifstream file;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/status.h"
+#include "tokenizer/utf8.h"
 
 namespace gmlp::finetune {
 namespace {
@@ -255,6 +256,32 @@ absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const
   return absl::OkStatus();
 }
 
+// Blanks (the readers skip blank lines, so line numbers stay right) and counts each line of
+// invalid UTF-8 in `text`, or fails on the first one (see ReadOptions).
+absl::Status DropInvalidUtf8Lines(const SplitSpec& split, const ReadOptions& options,
+                                  std::string* text, SplitData* out) {
+  size_t pos = 0;
+  for (int64_t line_no = 1; pos < text->size(); ++line_no) {
+    size_t nl = text->find('\n', pos);
+    if (nl == std::string::npos) nl = text->size();
+    size_t bad = 0;
+    if (!tokenizer::IsValidUtf8(text->data() + pos, nl - pos, &bad)) {
+      const bool droppable = split.layout != "json_object" && !(split.header && line_no == 1);
+      if (options.strict_utf8 || !droppable) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            out->path, ":", line_no, ": invalid UTF-8 at byte ", bad + 1, " of the line",
+            options.strict_utf8 && droppable
+                ? " (without --strict_utf8 such lines are counted and skipped)"
+                : "; re-encode the file as UTF-8"));
+      }
+      std::fill(text->begin() + pos, text->begin() + nl, ' ');
+      ++out->invalid_utf8_rows;
+    }
+    pos = nl + 1;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::string> SplitTsvLine(absl::string_view line) {
@@ -263,13 +290,14 @@ std::vector<std::string> SplitTsvLine(absl::string_view line) {
 }
 
 absl::StatusOr<SplitData> ReadSplit(const TaskSpec& task, const SplitSpec& split,
-                                    const std::string& data_dir) {
+                                    const std::string& data_dir, const ReadOptions& options) {
   SplitData out;
   out.name = split.name;
   out.path = ResolveDataPath(data_dir, split.file);
   out.labeled = !split.label.empty();
   GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(out.path));
   if (absl::StartsWith(text, kBom)) text.erase(0, kBom.size());
+  GMLP_RETURN_IF_ERROR(DropInvalidUtf8Lines(split, options, &text, &out));
   if (split.layout == "tsv") {
     GMLP_RETURN_IF_ERROR(ReadTsv(text, task, split, &out));
   } else if (split.layout == "jsonl") {

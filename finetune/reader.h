@@ -28,13 +28,21 @@ struct SplitData {
   std::string path;  // resolved file path
   bool labeled = false;
   std::vector<Example> examples;
-  int64_t skipped_rows = 0;  // malformed rows skipped (TaskSpec::skip_malformed_rows)
+  int64_t skipped_rows = 0;       // malformed rows skipped (TaskSpec::skip_malformed_rows)
+  int64_t invalid_utf8_rows = 0;  // lines of invalid UTF-8 skipped (see ReadOptions)
+};
+
+struct ReadOptions {
+  // Invalid UTF-8: by default the offending line is counted and skipped (as prepare and the
+  // tokenizer do); strict makes it an error naming the file and line. A header line, or any
+  // line of a json_object file, is always an error (no row can be dropped there).
+  bool strict_utf8 = false;
 };
 
 // Reads one split of `task`; relative file names resolve against `data_dir`. Labels must be in
 // task.labels (case-insensitive) or, for regression, numbers.
 absl::StatusOr<SplitData> ReadSplit(const TaskSpec& task, const SplitSpec& split,
-                                    const std::string& data_dir);
+                                    const std::string& data_dir, const ReadOptions& options = {});
 
 // Splits one TSV line on tabs, quoting off; a trailing '\r' is dropped. Exposed for tests.
 std::vector<std::string> SplitTsvLine(absl::string_view line);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "finetune/encode.h"
 #include "finetune/reader.h"
@@ -21,13 +22,7 @@ constexpr char kTaskJson[] = "task.json";
 constexpr char kTokenizerModel[] = "tokenizer.model";
 
 absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
-  GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not valid JSON (", e.what(), "); the model directory is damaged"));
-  }
+  return ReadJsonFile(path, "the model directory is damaged");
 }
 
 }  // namespace
@@ -36,7 +31,7 @@ absl::Status SaveFinetunedModel(const std::string& dir, const model::SequenceCla
                                 const model::EncoderConfig& config, const TaskSpec& task,
                                 int64_t max_len, const std::string& tokenizer_path) {
   const std::string tmp = absl::StrCat(dir, ".tmp.", ::getpid());
-  if (PathExists(tmp)) GMLP_RETURN_IF_ERROR(pretrain::RemoveTree(tmp));
+  if (PathExists(tmp)) GMLP_RETURN_IF_ERROR(RemoveTree(tmp));
   GMLP_RETURN_IF_ERROR(MakeDirs(tmp));
   GMLP_RETURN_IF_ERROR(model::SaveModule(clf, JoinPath(tmp, kModelPt)));
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(tmp, kConfigJson), config.ToJson().dump(2) + "\n"));
@@ -47,7 +42,7 @@ absl::Status SaveFinetunedModel(const std::string& dir, const model::SequenceCla
   const std::string old = absl::StrCat(dir, ".old.", ::getpid());
   if (PathExists(dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(dir, old));
   GMLP_RETURN_IF_ERROR(RenameAtomic(tmp, dir));
-  if (PathExists(old)) GMLP_RETURN_IF_ERROR(pretrain::RemoveTree(old));
+  if (PathExists(old)) GMLP_RETURN_IF_ERROR(RemoveTree(old));
   return absl::OkStatus();
 }
 

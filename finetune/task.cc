@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 
 namespace gmlp::finetune {
@@ -384,14 +385,9 @@ std::vector<std::string> GlueTaskNames() {
 }
 
 absl::StatusOr<TaskSpec> LoadTaskSpec(const std::string& path) {
-  GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not valid JSON at byte ", e.byte, " (", e.what(), ")"));
-  }
+  GMLP_ASSIGN_OR_RETURN(
+      const nlohmann::json j,
+      ReadJsonFile(path, "fix the task spec (finetune/tasks/*.json are examples)"));
   return TaskSpec::FromJson(j, path);
 }
 

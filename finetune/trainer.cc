@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -78,15 +79,10 @@ absl::Status FinetuneOptions::Validate() const {
 }
 
 nlohmann::json FinetuneOptions::ToJson() const {
-  return {{"lr", lr},
-          {"batch_size", batch_size},
-          {"epochs", epochs},
-          {"warmup", warmup},
-          {"max_len", max_len},
-          {"weight_decay", weight_decay},
-          {"clip_norm", clip_norm},
-          {"eval_batch_size", eval_batch_size},
-          {"bf16", bf16}};
+  nlohmann::json j;
+  ForEachField(*this, [&j](const char* name, const auto& field, const char*) { j[name] = field; });
+  j.erase("log_every");
+  return j;
 }
 
 nlohmann::json SeedResult::ToJson() const {
@@ -100,6 +96,23 @@ nlohmann::json SeedResult::ToJson() const {
         {{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"metrics", e.metrics}});
   }
   return j;
+}
+
+absl::StatusOr<SeedResult> SeedResult::FromJson(const nlohmann::json& j) {
+  SeedResult r;
+  try {
+    r.seed = j.at("seed").get<uint64_t>();
+    r.best_epoch = j.value("best_epoch", int64_t{0});
+    r.selection_score = j.value("selection_score", 0.0);
+    r.best = j.at("best").get<SplitMetrics>();
+    for (const nlohmann::json& e : j.value("epochs", nlohmann::json::array())) {
+      r.epochs.push_back({e.at("epoch").get<int64_t>(), e.at("train_loss").get<double>(),
+                          e.at("metrics").get<SplitMetrics>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed seed result (", e.what(), ")"));
+  }
+  return r;
 }
 
 SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
@@ -146,6 +159,125 @@ absl::StatusOr<std::map<std::string, double>> Score(const TaskSpec& task,
   return ComputeMetrics(task.metrics, p);
 }
 
+namespace {
+
+// One seed's training state: the classifier on its device, the trainable parameters, their
+// optimizer and the lr schedule over all epochs.
+struct SeedTraining {
+  torch::Device device = torch::kCPU;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<pretrain::Optimizer> optimizer;
+  pretrain::ScheduleOptions schedule;
+  int64_t steps_per_epoch = 0;
+  int64_t step = 0;  // optimizer steps so far
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+};
+
+// Seeds torch, builds the classifier (encoder, then head) and its optimizer and schedule.
+absl::StatusOr<SeedTraining> StartSeed(const TaskSpec& task, const EncoderFactory& make_encoder,
+                                       int64_t train_examples, const FinetuneOptions& options,
+                                       uint64_t seed, model::SequenceClassifier* clf) {
+  torch::manual_seed(seed);
+  GMLP_ASSIGN_OR_RETURN(std::shared_ptr<model::EncoderImpl> encoder, make_encoder());
+  if (options.max_len > encoder->config().max_seq_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_len=", options.max_len, " exceeds the encoder's max_seq_len (",
+                     encoder->config().max_seq_len, "); lower --max_len"));
+  }
+  *clf = model::SequenceClassifier(encoder, task.num_outputs());
+  SeedTraining t;
+  // A GPU when this LibTorch sees one (CUDA build), else the CPU; as a single pretraining rank.
+  t.device = pretrain::TrainingDevice(pretrain::DistEnv{});
+  (*clf)->to(t.device);
+  for (const torch::Tensor& p : (*clf)->parameters()) {
+    if (p.requires_grad()) t.params.push_back(p);
+  }
+  pretrain::OptimizerOptions opt_options;
+  opt_options.kind = "adamw";
+  opt_options.weight_decay = options.weight_decay;
+  t.optimizer = std::make_unique<pretrain::Optimizer>(t.params, opt_options);
+  t.steps_per_epoch = (train_examples + options.batch_size - 1) / options.batch_size;
+  t.schedule.lr = options.lr;
+  t.schedule.total_steps = t.steps_per_epoch * options.epochs;
+  t.schedule.warmup_steps =
+      static_cast<int64_t>(std::llround(options.warmup * t.schedule.total_steps));
+  t.schedule.kind = "linear";
+  return t;
+}
+
+// The training loss of one batch (cross-entropy, or MSE for regression).
+torch::Tensor BatchLoss(const TaskSpec& task, model::SequenceClassifier& clf, PaddedBatch& b,
+                        torch::Device device, bool bf16) {
+  torch::Tensor out_BC;
+  {
+    model::AutocastScope autocast(bf16);
+    out_BC = clf->forward(ToInput(b, device));
+  }
+  if (task.is_regression()) {
+    torch::Tensor target =
+        torch::from_blob(b.scores.data(), {b.batch}, torch::kFloat).clone().to(device);
+    return torch::mse_loss(out_BC.select(1, 0).to(torch::kFloat), target);
+  }
+  torch::Tensor target =
+      torch::from_blob(b.labels.data(), {b.batch}, torch::kLong).clone().to(device);
+  return torch::nn::functional::cross_entropy(out_BC.to(torch::kFloat), target);
+}
+
+// One pass over `train` in `order`; returns the mean training loss.
+absl::StatusOr<double> TrainEpoch(const TaskSpec& task, const std::vector<EncodedExample>& train,
+                                  const std::vector<int64_t>& order, const FinetuneOptions& options,
+                                  uint64_t seed, int64_t epoch, model::SequenceClassifier& clf,
+                                  SeedTraining* t) {
+  clf->train();
+  const size_t n = train.size();
+  double loss_sum = 0;
+  int64_t loss_count = 0;
+  for (int64_t s = 0; s < t->steps_per_epoch; ++s, ++t->step) {
+    const size_t begin = static_cast<size_t>(s * options.batch_size);
+    const size_t end = std::min(n, begin + options.batch_size);
+    PaddedBatch b = MakeBatch(train, order, begin, end);
+    torch::Tensor loss = BatchLoss(task, clf, b, t->device, options.bf16);
+    for (torch::Tensor& p : t->params) p.mutable_grad() = torch::Tensor();
+    loss.backward();
+    pretrain::ClipGradNorm(t->params, options.clip_norm);
+    const double lr = pretrain::LearningRate(t->schedule, t->step);
+    t->optimizer->Step(lr);
+    const double l = loss.item<double>();
+    if (!std::isfinite(l)) {
+      return absl::InternalError(absl::StrCat(task.name, " seed ", seed, ": loss is ", l,
+                                              " at epoch ", epoch, " step ", s + 1,
+                                              "; lower --lr (now ", options.lr, ")"));
+    }
+    loss_sum += l;
+    ++loss_count;
+    if (!options.quiet && options.log_every > 0 && (t->step + 1) % options.log_every == 0) {
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t->t0).count();
+      std::fprintf(stderr,
+                   "finetune %s seed %llu: epoch %lld/%lld step %lld/%lld loss %.4f lr %.3g "
+                   "(%.0f examples/s)\n",
+                   task.name.c_str(), static_cast<unsigned long long>(seed),
+                   static_cast<long long>(epoch), static_cast<long long>(options.epochs),
+                   static_cast<long long>(t->step + 1),
+                   static_cast<long long>(t->schedule.total_steps), loss_sum / loss_count, lr,
+                   static_cast<double>((t->step + 1) * options.batch_size) / std::max(secs, 1e-9));
+    }
+  }
+  return loss_sum / std::max<int64_t>(loss_count, 1);
+}
+
+void LogEpoch(const TaskSpec& task, uint64_t seed, const EpochResult& er) {
+  std::string line;
+  for (const auto& [split, metrics] : er.metrics) {
+    for (const auto& [m, v] : metrics) absl::StrAppend(&line, " ", split, "/", m, "=", v);
+  }
+  std::fprintf(stderr, "finetune %s seed %llu: epoch %lld train_loss %.4f%s\n", task.name.c_str(),
+               static_cast<unsigned long long>(seed), static_cast<long long>(er.epoch),
+               er.train_loss, line.c_str());
+}
+
+}  // namespace
+
 absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory& make_encoder,
                                      const std::vector<EncodedExample>& train,
                                      const std::vector<EncodedSplit>& evals,
@@ -154,125 +286,36 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   GMLP_RETURN_IF_ERROR(options.Validate());
   if (train.empty()) return absl::InvalidArgumentError("no training examples");
   if (evals.empty()) return absl::InvalidArgumentError("no eval split to select epochs on");
-  torch::manual_seed(seed);
-  GMLP_ASSIGN_OR_RETURN(std::shared_ptr<model::EncoderImpl> encoder, make_encoder());
-  if (options.max_len > encoder->config().max_seq_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_len=", options.max_len, " exceeds the encoder's max_seq_len (",
-                     encoder->config().max_seq_len, "); lower --max_len"));
-  }
   SeedRun run;
-  run.classifier = model::SequenceClassifier(encoder, task.num_outputs());
   model::SequenceClassifier& clf = run.classifier;
-  // A GPU when this LibTorch sees one (CUDA build), else the CPU; as a single pretraining rank.
-  const torch::Device device = pretrain::TrainingDevice(pretrain::DistEnv{});
-  clf->to(device);
-
-  std::vector<torch::Tensor> params;
-  for (const torch::Tensor& p : clf->parameters()) {
-    if (p.requires_grad()) params.push_back(p);
-  }
-  pretrain::OptimizerOptions opt_options;
-  opt_options.kind = "adamw";
-  opt_options.weight_decay = options.weight_decay;
-  pretrain::Optimizer optimizer(params, opt_options);
-
-  const int64_t n = static_cast<int64_t>(train.size());
-  const int64_t steps_per_epoch = (n + options.batch_size - 1) / options.batch_size;
-  pretrain::ScheduleOptions schedule;
-  schedule.lr = options.lr;
-  schedule.total_steps = steps_per_epoch * options.epochs;
-  schedule.warmup_steps = static_cast<int64_t>(std::llround(options.warmup * schedule.total_steps));
-  schedule.kind = "linear";
-
+  GMLP_ASSIGN_OR_RETURN(
+      SeedTraining t,
+      StartSeed(task, make_encoder, static_cast<int64_t>(train.size()), options, seed, &clf));
   std::mt19937_64 rng(seed);
-  std::vector<int64_t> order(n);
+  std::vector<int64_t> order(train.size());
   std::iota(order.begin(), order.end(), 0);
   StateDict best_state;
   run.result.seed = seed;
   run.result.selection_score = -std::numeric_limits<double>::infinity();
-  int64_t step = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
-    clf->train();
-    double loss_sum = 0;
-    int64_t loss_count = 0;
-    for (int64_t s = 0; s < steps_per_epoch; ++s, ++step) {
-      const size_t begin = static_cast<size_t>(s * options.batch_size);
-      const size_t end = std::min(static_cast<size_t>(n), begin + options.batch_size);
-      PaddedBatch b = MakeBatch(train, order, begin, end);
-      torch::Tensor out_BC;
-      {
-        model::AutocastScope autocast(options.bf16);
-        out_BC = clf->forward(ToInput(b, device));
-      }
-      torch::Tensor loss;
-      if (task.is_regression()) {
-        torch::Tensor target =
-            torch::from_blob(b.scores.data(), {b.batch}, torch::kFloat).clone().to(device);
-        loss = torch::mse_loss(out_BC.select(1, 0).to(torch::kFloat), target);
-      } else {
-        torch::Tensor target =
-            torch::from_blob(b.labels.data(), {b.batch}, torch::kLong).clone().to(device);
-        loss = torch::nn::functional::cross_entropy(out_BC.to(torch::kFloat), target);
-      }
-      for (torch::Tensor& p : params) p.mutable_grad() = torch::Tensor();
-      loss.backward();
-      pretrain::ClipGradNorm(params, options.clip_norm);
-      const double lr = pretrain::LearningRate(schedule, step);
-      optimizer.Step(lr);
-      const double l = loss.item<double>();
-      if (!std::isfinite(l)) {
-        return absl::InternalError(absl::StrCat(task.name, " seed ", seed, ": loss is ", l,
-                                                " at epoch ", epoch, " step ", s + 1,
-                                                "; lower --lr (now ", options.lr, ")"));
-      }
-      loss_sum += l;
-      ++loss_count;
-      if (!options.quiet && options.log_every > 0 && (step + 1) % options.log_every == 0) {
-        const double secs =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr,
-                     "finetune %s seed %llu: epoch %lld/%lld step %lld/%lld loss %.4f lr %.3g "
-                     "(%.0f examples/s)\n",
-                     task.name.c_str(), static_cast<unsigned long long>(seed),
-                     static_cast<long long>(epoch), static_cast<long long>(options.epochs),
-                     static_cast<long long>(step + 1), static_cast<long long>(schedule.total_steps),
-                     loss_sum / loss_count, lr,
-                     static_cast<double>((step + 1) * options.batch_size) / std::max(secs, 1e-9));
-      }
-    }
-
     EpochResult er;
     er.epoch = epoch;
-    er.train_loss = loss_sum / std::max<int64_t>(loss_count, 1);
+    GMLP_ASSIGN_OR_RETURN(er.train_loss,
+                          TrainEpoch(task, train, order, options, seed, epoch, clf, &t));
     // Epochs are selected on the first eval split alone; the others are scored once, with the
     // best epoch's weights, after training (same numbers, a fraction of the evaluation time).
-    std::map<std::string, SplitPredictions> preds;
-    {
-      const EncodedSplit& split = evals[0];
-      SplitPredictions p =
-          Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
-      GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
-      preds[split.name] = std::move(p);
-    }
-    const double score = er.metrics[evals[0].name][task.primary_metric()];
-    if (!options.quiet) {
-      std::string line;
-      for (const auto& [split, metrics] : er.metrics) {
-        for (const auto& [m, v] : metrics) absl::StrAppend(&line, " ", split, "/", m, "=", v);
-      }
-      std::fprintf(stderr, "finetune %s seed %llu: epoch %lld train_loss %.4f%s\n",
-                   task.name.c_str(), static_cast<unsigned long long>(seed),
-                   static_cast<long long>(epoch), er.train_loss, line.c_str());
-    }
+    const EncodedSplit& split = evals[0];
+    SplitPredictions p =
+        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
+    GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
+    const double score = er.metrics[split.name][task.primary_metric()];
+    if (!options.quiet) LogEpoch(task, seed, er);
     if (score > run.result.selection_score) {
       run.result.selection_score = score;
       run.result.best_epoch = epoch;
       run.result.best = er.metrics;
-      run.result.predictions = std::move(preds);
+      run.result.predictions = {{split.name, std::move(p)}};
       best_state = CopyState(*clf);
     }
     run.result.epochs.push_back(std::move(er));
@@ -280,11 +323,10 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   RestoreState(*clf, best_state);
   clf->eval();
   for (size_t i = 1; i < evals.size(); ++i) {
-    const EncodedSplit& split = evals[i];
     SplitPredictions p =
-        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
-    GMLP_ASSIGN_OR_RETURN(run.result.best[split.name], Score(task, split.examples, p));
-    run.result.predictions[split.name] = std::move(p);
+        Predict(clf, task.is_regression(), evals[i].examples, options.eval_batch_size);
+    GMLP_ASSIGN_OR_RETURN(run.result.best[evals[i].name], Score(task, evals[i].examples, p));
+    run.result.predictions[evals[i].name] = std::move(p);
   }
   for (const EncodedSplit& split : predict) {
     run.result.predictions[split.name] =

@@ -36,6 +36,28 @@ struct FinetuneOptions {
   bool quiet = false;       // no progress lines at all (tests)
   bool bf16 = false;        // bf16 autocast for the training forward passes
 
+  // The field list, once (quiet is for tests: no flag, no JSON key): calls
+  // visit(name, field, help) for each; ToJson and the finetuning flags of `gmlp finetune` and
+  // `gmlp study` are made from it. log_every only changes progress output and is left out of
+  // the JSON (results.json, the study's settings).
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("lr", self.lr, "peak learning rate (AdamW, linear warmup then linear decay)");
+    visit("batch_size", self.batch_size, "training examples per step");
+    visit("epochs", self.epochs, "passes over the training data");
+    visit("warmup", self.warmup, "fraction of all steps spent warming the lr up");
+    visit("max_len", self.max_len,
+          "tokens per input incl. [CLS]/[SEP], truncated longest-first; <= the encoder's "
+          "max_seq_len");
+    visit("weight_decay", self.weight_decay, "AdamW decoupled weight decay");
+    visit("clip_norm", self.clip_norm, "global gradient-norm clip; 0 = off");
+    visit("eval_batch_size", self.eval_batch_size, "examples per evaluation batch");
+    visit("log_every", self.log_every, "steps between progress lines; 0 = per epoch only");
+    visit("bf16", self.bf16,
+          "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "
+          "bf16; LayerNorm and losses stay fp32");
+  }
+
   absl::Status Validate() const;
   nlohmann::json ToJson() const;
 };
@@ -63,6 +85,7 @@ struct SeedResult {
   SplitMetrics best;  // every eval split's metrics at the best epoch
   std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
   nlohmann::json ToJson() const;                        // without the predictions
+  static absl::StatusOr<SeedResult> FromJson(const nlohmann::json& j);
 };
 
 struct EncodedSplit {

@@ -10,51 +10,36 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "model/arch.h"
 
 namespace gmlp::model {
 namespace {
 
-const std::vector<std::string>& Archs() {
-  static const auto* const kArchs =
-      new std::vector<std::string>{"transformer", "gmlp", "amlp", "mixer"};
-  return *kArchs;
-}
-const std::vector<std::string>& SguVariants() {
-  static const auto* const kVariants =
-      new std::vector<std::string>{"split", "multiplicative", "additive", "linear"};
-  return *kVariants;
-}
-const std::vector<std::string>& AttnInputs() {
-  static const auto* const kInputs = new std::vector<std::string>{"block", "expanded"};
-  return *kInputs;
-}
-
-bool OneOf(const std::string& value, const std::vector<std::string>& allowed) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
-}
-
-absl::Status Invalid(absl::string_view msg) {
-  return absl::InvalidArgumentError(absl::StrCat("encoder config: ", msg));
-}
-
-absl::Status Positive(const char* name, int64_t value) {
-  if (value > 0) return absl::OkStatus();
-  return Invalid(absl::StrCat(name, " must be > 0, got ", value));
-}
+absl::Status Invalid(absl::string_view msg) { return InvalidConfig(msg); }
 
 }  // namespace
 
+absl::Status InvalidConfig(absl::string_view msg) {
+  return absl::InvalidArgumentError(absl::StrCat("encoder config: ", msg));
+}
+
+absl::Status CheckPositive(const char* name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return InvalidConfig(absl::StrCat(name, " must be > 0, got ", value));
+}
+
 absl::Status EncoderConfig::Validate() const {
-  if (!OneOf(arch, Archs())) {
-    return Invalid(
-        absl::StrCat("arch must be one of ", absl::StrJoin(Archs(), "|"), ", got '", arch, "'"));
+  const ArchSpec* spec = FindArch(arch);
+  if (spec == nullptr) {
+    return Invalid(absl::StrCat("arch must be one of ", absl::StrJoin(ArchNames(), "|"), ", got '",
+                                arch, "'"));
   }
-  GMLP_RETURN_IF_ERROR(Positive("vocab_size", vocab_size));
-  GMLP_RETURN_IF_ERROR(Positive("max_seq_len", max_seq_len));
-  GMLP_RETURN_IF_ERROR(Positive("type_vocab_size", type_vocab_size));
-  GMLP_RETURN_IF_ERROR(Positive("d_model", d_model));
-  GMLP_RETURN_IF_ERROR(Positive("n_layers", n_layers));
-  GMLP_RETURN_IF_ERROR(Positive("d_ffn", d_ffn));
+  GMLP_RETURN_IF_ERROR(CheckPositive("vocab_size", vocab_size));
+  GMLP_RETURN_IF_ERROR(CheckPositive("max_seq_len", max_seq_len));
+  GMLP_RETURN_IF_ERROR(CheckPositive("type_vocab_size", type_vocab_size));
+  GMLP_RETURN_IF_ERROR(CheckPositive("d_model", d_model));
+  GMLP_RETURN_IF_ERROR(CheckPositive("n_layers", n_layers));
+  GMLP_RETURN_IF_ERROR(CheckPositive("d_ffn", d_ffn));
   if (!(dropout >= 0.0 && dropout < 1.0)) {
     return Invalid(absl::StrCat("dropout must be in [0, 1), got ", dropout));
   }
@@ -62,34 +47,7 @@ absl::Status EncoderConfig::Validate() const {
     return Invalid(absl::StrCat("layer_norm_eps must be > 0, got ", layer_norm_eps));
   }
   if (!(init_std >= 0.0)) return Invalid(absl::StrCat("init_std must be >= 0, got ", init_std));
-  if (arch == "transformer") {
-    GMLP_RETURN_IF_ERROR(Positive("n_heads", n_heads));
-    if (d_model % n_heads != 0) {
-      return Invalid(
-          absl::StrCat("d_model (", d_model, ") must be divisible by n_heads (", n_heads, ")"));
-    }
-  }
-  if (arch == "gmlp" || arch == "amlp") {
-    if (!OneOf(sgu, SguVariants())) {
-      return Invalid(absl::StrCat("sgu must be one of ", absl::StrJoin(SguVariants(), "|"),
-                                  ", got '", sgu, "'"));
-    }
-    if (sgu == "split" && d_ffn % 2 != 0) {
-      return Invalid(absl::StrCat("sgu=split halves Z, so d_ffn must be even, got ", d_ffn));
-    }
-    if (!(sgu_init_eps >= 0.0)) {
-      return Invalid(absl::StrCat("sgu_init_eps must be >= 0, got ", sgu_init_eps));
-    }
-  }
-  if (arch == "amlp") {
-    GMLP_RETURN_IF_ERROR(Positive("attn_size", attn_size));
-    if (!OneOf(attn_input, AttnInputs())) {
-      return Invalid(absl::StrCat("attn_input must be one of ", absl::StrJoin(AttnInputs(), "|"),
-                                  ", got '", attn_input, "'"));
-    }
-  }
-  if (arch == "mixer") GMLP_RETURN_IF_ERROR(Positive("token_mlp_dim", token_mlp_dim));
-  return absl::OkStatus();
+  return spec->validate(*this);
 }
 
 nlohmann::json EncoderConfig::ToJson() const {

@@ -15,8 +15,8 @@
 namespace gmlp::model {
 
 struct EncoderConfig {
-  // transformer | gmlp | amlp | mixer. "amlp" is gMLP with the tiny attention switched on
-  // (same code path, see gmlp.h).
+  // A name in the arch table (model/arch.h): transformer | gmlp | amlp | mixer. "amlp" is gMLP
+  // with the tiny attention switched on (same code path, see gmlp.h).
   std::string arch = "gmlp";
   int64_t vocab_size = 8192;
   int64_t max_seq_len = 128;    // n: the spatial projection is n x n; shorter inputs are allowed
@@ -48,6 +48,11 @@ struct EncoderConfig {
 // override them from the data.
 absl::StatusOr<EncoderConfig> Preset(absl::string_view name);
 std::vector<std::string> PresetNames();
+
+// For the blocks' Validate (model/arch.h): InvalidArgument "encoder config: <msg>", and the
+// check that an integer field is > 0.
+absl::Status InvalidConfig(absl::string_view msg);
+absl::Status CheckPositive(const char* name, int64_t value);
 
 }  // namespace gmlp::model
 

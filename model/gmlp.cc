@@ -1,8 +1,15 @@
 // gMLP / aMLP blocks and encoder (see gmlp.h for the equations).
 #include "model/gmlp.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "model/arch.h"
 #include "model/dropout.h"
 
 namespace gmlp::model {
@@ -101,34 +108,60 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
   return x_ND + Dropout(out_(s_NG), config_.dropout, is_training());
 }
 
-GmlpEncoderImpl::GmlpEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
-  embeddings_ = register_module("embeddings", Embeddings(config, /*with_position=*/false));
-  blocks_ = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(GmlpBlock(config));
-  final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
+namespace {
+
+absl::Status Validate(const EncoderConfig& c) {
+  const std::vector<std::string>& variants = SguVariants();
+  if (std::find(variants.begin(), variants.end(), c.sgu) == variants.end()) {
+    return InvalidConfig(
+        absl::StrCat("sgu must be one of ", absl::StrJoin(variants, "|"), ", got '", c.sgu, "'"));
+  }
+  if (c.sgu == "split" && c.d_ffn % 2 != 0) {
+    return InvalidConfig(absl::StrCat("sgu=split halves Z, so d_ffn must be even, got ", c.d_ffn));
+  }
+  if (!(c.sgu_init_eps >= 0.0)) {
+    return InvalidConfig(absl::StrCat("sgu_init_eps must be >= 0, got ", c.sgu_init_eps));
+  }
+  if (c.arch == "amlp") {
+    GMLP_RETURN_IF_ERROR(CheckPositive("attn_size", c.attn_size));
+    if (c.attn_input != "block" && c.attn_input != "expanded") {
+      return InvalidConfig(
+          absl::StrCat("attn_input must be one of block|expanded, got '", c.attn_input, "'"));
+    }
+  }
+  return absl::OkStatus();
 }
 
-torch::Tensor GmlpEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
-  *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
-  torch::Tensor x_ND = embeddings_->forward(input, *batch);
-  for (const auto& block : *blocks_) x_ND = block->as<GmlpBlockImpl>()->forward(x_ND, *batch);
-  return x_ND;
+int64_t AttnInputWidth(const EncoderConfig& c) {
+  return c.attn_input == "block" ? c.d_model : c.d_ffn;
 }
 
-torch::Tensor GmlpEncoderImpl::forward(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = final_norm_(Encode(input, &batch));
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+int64_t BlockParams(const EncoderConfig& c) {
+  const int64_t d = c.d_model, f = c.d_ffn, g = GateWidth(c), n_max = c.max_seq_len;
+  // norm; U (as in_z1 + in_z2 for split: 2 (d g + g) = d f + f, the same count); sgu_norm;
+  // W (n_max^2) and b (n_max); V (g -> d); aMLP: attn_qkv (in -> 3a), attn_out (a -> g).
+  int64_t params = LayerNormParams(d) + LinearParams(d, f) + LayerNormParams(g) + n_max * n_max +
+                   n_max + LinearParams(g, d);
+  if (c.arch == "amlp") {
+    params += LinearParams(AttnInputWidth(c), 3 * c.attn_size) + LinearParams(c.attn_size, g);
+  }
+  return params;
 }
 
-torch::Tensor GmlpEncoderImpl::forward_features(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = Encode(input, &batch);
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+double BlockFlops(const EncoderConfig& c, double n) {
+  const double d = c.d_model, f = c.d_ffn, g = static_cast<double>(GateWidth(c));
+  // U: 2 d f. Spatial projection W (n x n) on g channels: 2 n g per token. V: 2 g d.
+  double flops = 2.0 * d * f + 2.0 * n * g + 2.0 * g * d;
+  if (c.arch == "amlp") {
+    const double a = c.attn_size, in = static_cast<double>(AttnInputWidth(c));
+    // q,k,v: 2 in 3a. Scores and probs @ v: 2 n a each. Output projection: 2 a g.
+    flops += 6.0 * in * a + 4.0 * n * a + 2.0 * a * g;
+  }
+  return flops;
 }
 
-torch::Tensor GmlpEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
-  return final_norm_(hidden_XD);
-}
+}  // namespace
+
+ArchFormulas GmlpFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
 
 }  // namespace gmlp::model

@@ -24,10 +24,8 @@
 
 #include <torch/torch.h>
 
-#include "model/config.h"
-#include "model/embeddings.h"
-#include "model/encoder.h"
-#include "model/layers.h"
+#include "model/arch.h"
+#include "model/stacked_encoder.h"
 
 namespace gmlp::model {
 
@@ -50,6 +48,10 @@ class GmlpBlockImpl : public torch::nn::Module {
   // The tiny attention of aMLP from its projected queries, keys and values (N, 3a) -> (N, g).
   torch::Tensor TinyAttention(const torch::Tensor& qkv_N3A, const SeqBatch& batch);
 
+  // For StackedEncoderImpl (model/stacked_encoder.h).
+  static constexpr bool kPositionEmbeddings = false;
+  static bool HasFinalNorm(const EncoderConfig&) { return true; }
+
  private:
   EncoderConfig config_;
   bool split_;
@@ -64,21 +66,10 @@ class GmlpBlockImpl : public torch::nn::Module {
 TORCH_MODULE(GmlpBlock);
 
 // Embeddings (token + segment, no positions) -> blocks.<i> -> final_norm.
-class GmlpEncoderImpl : public EncoderImpl {
- public:
-  explicit GmlpEncoderImpl(const EncoderConfig& config);
-  torch::Tensor forward(const EncoderInput& input) override;
-  torch::Tensor forward_features(const EncoderInput& input) override;
-  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override;
-  torch::Tensor token_embedding_weight() override { return embeddings_->token_weight(); }
+using GmlpEncoderImpl = StackedEncoderImpl<GmlpBlockImpl>;
 
- private:
-  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch);
-
-  Embeddings embeddings_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};
-  LayerNorm final_norm_{nullptr};
-};
+// The arch-table formulas of gMLP/aMLP (model/arch.h).
+ArchFormulas GmlpFormulas();
 
 }  // namespace gmlp::model
 

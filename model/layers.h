@@ -34,6 +34,10 @@ TORCH_MODULE(LayerNorm);
 // Dense layer d_in -> d_out with weight ~ N(0, std^2) and zero bias (BERT's initialization).
 torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
 
+// Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
+inline int64_t LayerNormParams(int64_t dim) { return 2 * dim; }
+inline int64_t LinearParams(int64_t in, int64_t out) { return in * out + out; }
+
 // The padding of one batch in the sequence-major layout. Masks are undefined when the batch has
 // no padding, so unpadded batches pay nothing for them.
 struct SeqBatch {

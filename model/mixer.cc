@@ -38,34 +38,28 @@ torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch&
   return x1_ND + Dropout(c_ND, dropout_, train);
 }
 
-MixerEncoderImpl::MixerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
-  embeddings_ = register_module("embeddings", Embeddings(config, /*with_position=*/false));
-  blocks_ = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(MixerBlock(config));
-  final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
+namespace {
+
+absl::Status Validate(const EncoderConfig& c) {
+  return CheckPositive("token_mlp_dim", c.token_mlp_dim);
 }
 
-torch::Tensor MixerEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
-  *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
-  torch::Tensor x_ND = embeddings_->forward(input, *batch);
-  for (const auto& block : *blocks_) x_ND = block->as<MixerBlockImpl>()->forward(x_ND, *batch);
-  return x_ND;
+int64_t BlockParams(const EncoderConfig& c) {
+  const int64_t d = c.d_model, f = c.d_ffn, t = c.token_mlp_dim, n_max = c.max_seq_len;
+  // token MLP over positions (t x n_max + t, n_max x t + n_max), channel MLP, two LayerNorms.
+  return (t * n_max + t) + (n_max * t + n_max) + LinearParams(d, f) + LinearParams(f, d) +
+         2 * LayerNormParams(d);
 }
 
-torch::Tensor MixerEncoderImpl::forward(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = final_norm_(Encode(input, &batch));
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+double BlockFlops(const EncoderConfig& c, double n) {
+  const double d = c.d_model, f = c.d_ffn, t = c.token_mlp_dim;
+  // Token MLP: (t x n) then (n x t) GEMMs on every channel: 2 t d + 2 t d per token.
+  // Channel MLP: 2 * 2 d f.
+  return 4.0 * t * d + 4.0 * d * f;
 }
 
-torch::Tensor MixerEncoderImpl::forward_features(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = Encode(input, &batch);
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
-}
+}  // namespace
 
-torch::Tensor MixerEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
-  return final_norm_(hidden_XD);
-}
+ArchFormulas MixerFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
 
 }  // namespace gmlp::model

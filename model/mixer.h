@@ -14,10 +14,8 @@
 
 #include <torch/torch.h>
 
-#include "model/config.h"
-#include "model/embeddings.h"
-#include "model/encoder.h"
-#include "model/layers.h"
+#include "model/arch.h"
+#include "model/stacked_encoder.h"
 
 namespace gmlp::model {
 
@@ -30,6 +28,10 @@ class MixerBlockImpl : public torch::nn::Module {
   // x_ND: (n*B, d) -> (n*B, d).
   torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);
 
+  // For StackedEncoderImpl (model/stacked_encoder.h).
+  static constexpr bool kPositionEmbeddings = false;
+  static bool HasFinalNorm(const EncoderConfig&) { return true; }
+
  private:
   double dropout_;
   LayerNorm token_norm_{nullptr};
@@ -40,21 +42,10 @@ class MixerBlockImpl : public torch::nn::Module {
 TORCH_MODULE(MixerBlock);
 
 // Embeddings (token + segment; the token MLP is position-aware) -> blocks.<i> -> final_norm.
-class MixerEncoderImpl : public EncoderImpl {
- public:
-  explicit MixerEncoderImpl(const EncoderConfig& config);
-  torch::Tensor forward(const EncoderInput& input) override;
-  torch::Tensor forward_features(const EncoderInput& input) override;
-  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override;
-  torch::Tensor token_embedding_weight() override { return embeddings_->token_weight(); }
+using MixerEncoderImpl = StackedEncoderImpl<MixerBlockImpl>;
 
- private:
-  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch);
-
-  Embeddings embeddings_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};
-  LayerNorm final_norm_{nullptr};
-};
+// The arch-table formulas of the token-mixing MLP (model/arch.h).
+ArchFormulas MixerFormulas();
 
 }  // namespace gmlp::model
 

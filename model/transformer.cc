@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "model/dropout.h"
 
 namespace gmlp::model {
@@ -50,38 +52,33 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x_ND, const Seq
   return ffn_norm_(y_ND + Dropout(ffn(y_ND), dropout_, train));
 }
 
-TransformerEncoderImpl::TransformerEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
-  embeddings_ = register_module("embeddings", Embeddings(config, /*with_position=*/true));
-  blocks_ = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(TransformerBlock(config));
-  if (config.pre_ln) {
-    final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
+namespace {
+
+absl::Status Validate(const EncoderConfig& c) {
+  GMLP_RETURN_IF_ERROR(CheckPositive("n_heads", c.n_heads));
+  if (c.d_model % c.n_heads != 0) {
+    return InvalidConfig(
+        absl::StrCat("d_model (", c.d_model, ") must be divisible by n_heads (", c.n_heads, ")"));
   }
+  return absl::OkStatus();
 }
 
-torch::Tensor TransformerEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
-  *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
-  torch::Tensor x_ND = embeddings_->forward(input, *batch);
-  for (const auto& block : *blocks_) {
-    x_ND = block->as<TransformerBlockImpl>()->forward(x_ND, *batch);
-  }
-  return x_ND;
+int64_t BlockParams(const EncoderConfig& c) {
+  const int64_t d = c.d_model, f = c.d_ffn;
+  // attn_qkv (d -> 3d), attn_out, ffn_in, ffn_out, two LayerNorms.
+  return LinearParams(d, 3 * d) + LinearParams(d, d) + LinearParams(d, f) + LinearParams(f, d) +
+         2 * LayerNormParams(d);
 }
 
-torch::Tensor TransformerEncoderImpl::forward(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = final_norm(Encode(input, &batch));
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
+double BlockFlops(const EncoderConfig& c, double n) {
+  const double d = c.d_model, f = c.d_ffn;
+  // Projections q,k,v,o: 2 * 4 d^2. Scores q k^T and probs @ v: each 2 n d per token.
+  // Feed-forward: 2 * 2 d f.
+  return 8.0 * d * d + 4.0 * n * d + 4.0 * d * f;
 }
 
-torch::Tensor TransformerEncoderImpl::forward_features(const EncoderInput& input) {
-  SeqBatch batch;
-  const torch::Tensor x_ND = Encode(input, &batch);
-  return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
-}
+}  // namespace
 
-torch::Tensor TransformerEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
-  return final_norm_ ? final_norm_(hidden_XD) : hidden_XD;
-}
+ArchFormulas TransformerFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
 
 }  // namespace gmlp::model

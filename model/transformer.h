@@ -9,10 +9,8 @@
 
 #include <torch/torch.h>
 
-#include "model/config.h"
-#include "model/embeddings.h"
-#include "model/encoder.h"
-#include "model/layers.h"
+#include "model/arch.h"
+#include "model/stacked_encoder.h"
 
 namespace gmlp::model {
 
@@ -27,6 +25,10 @@ class TransformerBlockImpl : public torch::nn::Module {
   // (already normalized, for pre-LN) block input.
   torch::Tensor SelfAttention(const torch::Tensor& h_ND, const SeqBatch& batch);
 
+  // For StackedEncoderImpl (model/stacked_encoder.h).
+  static constexpr bool kPositionEmbeddings = true;
+  static bool HasFinalNorm(const EncoderConfig& config) { return config.pre_ln; }
+
  private:
   int64_t n_heads_;
   double dropout_;
@@ -39,21 +41,10 @@ class TransformerBlockImpl : public torch::nn::Module {
 TORCH_MODULE(TransformerBlock);
 
 // Embeddings (with positions) -> blocks.<i> [-> final_norm when pre-LN].
-class TransformerEncoderImpl : public EncoderImpl {
- public:
-  explicit TransformerEncoderImpl(const EncoderConfig& config);
-  torch::Tensor forward(const EncoderInput& input) override;
-  torch::Tensor forward_features(const EncoderInput& input) override;
-  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override;
-  torch::Tensor token_embedding_weight() override { return embeddings_->token_weight(); }
+using TransformerEncoderImpl = StackedEncoderImpl<TransformerBlockImpl>;
 
- private:
-  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch);
-
-  Embeddings embeddings_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};
-  LayerNorm final_norm_{nullptr};  // pre-LN only
-};
+// The arch-table formulas of the Transformer (model/arch.h).
+ArchFormulas TransformerFormulas();
 
 }  // namespace gmlp::model
 

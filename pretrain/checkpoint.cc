@@ -22,27 +22,6 @@ namespace {
 constexpr char kStepPrefix[] = "step_";
 constexpr char kTmpPrefix[] = ".tmp_step_";
 
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
-  const int err = errno;
-  const std::string msg = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
-  if (err == ENOSPC)
-    return absl::ResourceExhaustedError(absl::StrCat(msg, " (free some disk space)"));
-  return absl::UnknownError(msg);
-}
-
 }  // namespace
 
 std::string CheckpointName(int64_t step) { return absl::StrFormat("%s%06d", kStepPrefix, step); }
@@ -83,7 +62,7 @@ absl::StatusOr<std::string> BeginCheckpoint(const std::string& checkpoints_dir, 
   const std::string tmp =
       JoinPath(checkpoints_dir, absl::StrFormat("%s%06d.%d", kTmpPrefix, step, ::getpid()));
   if (PathExists(tmp)) GMLP_RETURN_IF_ERROR(RemoveTree(tmp));
-  if (::mkdir(tmp.c_str(), 0755) != 0) return ErrnoStatus("mkdir", tmp);
+  if (::mkdir(tmp.c_str(), 0755) != 0) return ErrnoError("mkdir", tmp);
   return tmp;
 }
 
@@ -116,20 +95,6 @@ absl::Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep) 
     if (absl::StartsWith(name, kTmpPrefix)) {
       GMLP_RETURN_IF_ERROR(RemoveTree(JoinPath(checkpoints_dir, name)));
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RemoveTree(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
-  if (S_ISDIR(st.st_mode)) {
-    for (const std::string& name : ListDir(path)) {
-      GMLP_RETURN_IF_ERROR(RemoveTree(JoinPath(path, name)));
-    }
-    if (::rmdir(path.c_str()) != 0) return ErrnoStatus("rmdir", path);
-  } else if (::unlink(path.c_str()) != 0) {
-    return ErrnoStatus("unlink", path);
   }
   return absl::OkStatus();
 }
@@ -176,27 +141,6 @@ absl::Status LoadNamedTensors(torch::nn::Module& module, const std::string& path
     return absl::DataLossError(
         absl::StrCat(path, ": cannot read the model: ", e.what_without_backtrace()));
   }
-  return absl::OkStatus();
-}
-
-absl::Status CopyFile(const std::string& from, const std::string& to) {
-  GMLP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(from));
-  const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create", to);
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status st = ErrnoStatus("write", to);
-      ::close(fd);
-      return st;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) return ErrnoStatus("close", to);
   return absl::OkStatus();
 }
 

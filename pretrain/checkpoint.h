@@ -46,17 +46,11 @@ absl::StatusOr<std::string> CommitCheckpoint(const std::string& tmp_dir,
 // Deletes all but the newest `keep` complete checkpoints, and stale temporary directories.
 absl::Status PruneCheckpoints(const std::string& checkpoints_dir, int64_t keep);
 
-// `rm -r`.
-absl::Status RemoveTree(const std::string& path);
-
 // Writes / reads every named parameter and buffer of `module` (torch::serialize archive keyed
 // by the full dotted name). The trainer's default model format; the real pretrainer uses
 // model::SaveModule / LoadModule, which store the same keys.
 absl::Status SaveNamedTensors(const torch::nn::Module& module, const std::string& path);
 absl::Status LoadNamedTensors(torch::nn::Module& module, const std::string& path);
-
-// Copies a file byte for byte (the tokenizer model into a checkpoint).
-absl::Status CopyFile(const std::string& from, const std::string& to);
 
 }  // namespace gmlp::pretrain
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 
 namespace gmlp::pretrain {
@@ -83,14 +84,9 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
 absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
   PretrainConfig c;
   if (!sources.config_file.empty()) {
-    GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(sources.config_file));
-    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(sources.config_file,
-                       ": not valid JSON; check the file (a run's config.json "
-                       "is a valid example)"));
-    }
+    GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
+                          ReadJsonFile(sources.config_file,
+                                       "check the file (a run's config.json is a valid example)"));
     auto parsed = PretrainConfig::FromJson(j);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "model/serialize.h"
 #include "pretrain/checkpoint.h"
@@ -11,14 +12,14 @@ namespace gmlp::pretrain {
 absl::StatusOr<PretrainedEncoder> LoadPretrainedEncoder(const std::string& path) {
   GMLP_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpoint(path));
   const std::string config_path = JoinPath(dir, kConfigFile);
-  GMLP_ASSIGN_OR_RETURN(const std::string config_text, ReadFile(config_path));
-  auto j = nlohmann::json::parse(config_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("model")) {
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
+                        ReadJsonFile(config_path, "the checkpoint is damaged"));
+  if (!j.is_object() || !j.contains("model")) {
     return absl::DataLossError(
         absl::StrCat(config_path, ": not a pretraining config (no \"model\" section)"));
   }
   PretrainedEncoder out;
-  auto config = model::EncoderConfig::FromJson(j["model"]);
+  auto config = model::EncoderConfig::FromJson(j.at("model"));
   if (!config.ok()) {
     return absl::DataLossError(absl::StrCat(config_path, ": ", config.status().message()));
   }
@@ -27,9 +28,9 @@ absl::StatusOr<PretrainedEncoder> LoadPretrainedEncoder(const std::string& path)
   GMLP_RETURN_IF_ERROR(model::LoadModule(*out.encoder, JoinPath(dir, kModelFile), "encoder."));
   const std::string tokenizer = JoinPath(dir, kTokenizerFile);
   if (PathExists(tokenizer)) out.tokenizer_path = tokenizer;
-  GMLP_ASSIGN_OR_RETURN(const std::string state_text, ReadFile(JoinPath(dir, kStateFile)));
-  auto state = nlohmann::json::parse(state_text, nullptr, /*allow_exceptions=*/false);
-  if (!state.is_discarded() && state.is_object()) out.step = state.value("step", int64_t{0});
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json state,
+                        ReadJsonFile(JoinPath(dir, kStateFile), "the checkpoint is damaged"));
+  if (state.is_object()) out.step = state.value("step", int64_t{0});
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "data/loader.h"
 #include "data/manifest.h"
@@ -57,13 +58,14 @@ absl::Status RunPretraining(PretrainConfig config, bool resume) {
     auto found = ResolveCheckpoint(tc.out_dir);
     if (found.ok()) {
       resume_from = *found;
-      GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(JoinPath(resume_from, kConfigFile)));
-      auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.contains("model")) {
+      GMLP_ASSIGN_OR_RETURN(
+          const nlohmann::json j,
+          ReadJsonFile(JoinPath(resume_from, kConfigFile), "resume from an older checkpoint"));
+      if (!j.is_object() || !j.contains("model")) {
         return absl::DataLossError(absl::StrCat(JoinPath(resume_from, kConfigFile),
                                                 ": malformed; resume from an older checkpoint"));
       }
-      GMLP_ASSIGN_OR_RETURN(config.model, model::EncoderConfig::FromJson(j["model"]));
+      GMLP_ASSIGN_OR_RETURN(config.model, model::EncoderConfig::FromJson(j.at("model")));
       config.preset = j.value("preset", config.preset);
     } else if (rank0) {
       std::fprintf(stderr, "gmlp pretrain: no checkpoint in %s yet; starting afresh\n",
@@ -145,8 +147,18 @@ absl::Status RunPretraining(PretrainConfig config, bool resume) {
     return mlm->forward(input, masked_index);
   };
   Trainer trainer(to, mlm.ptr(), forward, train.get(), valid.get(), dist.get());
-  GMLP_RETURN_IF_ERROR(trainer.Init(resume_from));
-  return trainer.Run();
+  // A dead peer surfaces as the transport's own exception from whichever collective notices it
+  // (Gloo's "Connection closed by peer" is not a c10::Error): give it the same clear line
+  // whether the ranks came from --nproc, torchrun, srun or variables set by hand.
+  try {
+    GMLP_RETURN_IF_ERROR(trainer.Init(resume_from));
+    return trainer.Run();
+  } catch (const std::exception& e) {
+    if (env.world_size <= 1) throw;
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", env.rank, ": a collective failed: ", e.what(),
+        " (a peer rank died or timed out; --resume continues from the last checkpoint)"));
+  }
 }
 
 }  // namespace gmlp::pretrain

@@ -6,42 +6,9 @@
 
 namespace gmlp::pretrain {
 
-// The field list, once: ToJson and FromJson both expand it, so a new knob cannot be forgotten in
-// one of them.
-#define GMLP_TRAIN_CONFIG_FIELDS(X) \
-  X(shard_dir)                      \
-  X(out_dir)                        \
-  X(global_batch)                   \
-  X(micro_batch)                    \
-  X(steps)                          \
-  X(optimizer)                      \
-  X(lr)                             \
-  X(warmup_steps)                   \
-  X(schedule)                       \
-  X(min_lr_ratio)                   \
-  X(weight_decay)                   \
-  X(beta1)                          \
-  X(beta2)                          \
-  X(eps)                            \
-  X(clip_norm)                      \
-  X(bf16)                           \
-  X(mask_rate)                      \
-  X(whole_word)                     \
-  X(seed)                           \
-  X(log_every)                      \
-  X(eval_every)                     \
-  X(eval_batches)                   \
-  X(checkpoint_every)               \
-  X(keep_checkpoints)               \
-  X(bucket_mb)                      \
-  X(dist_timeout_s)                 \
-  X(peak_gflops)
-
 nlohmann::json TrainConfig::ToJson() const {
   nlohmann::json j;
-#define GMLP_TO_JSON_(name) j[#name] = name;
-  GMLP_TRAIN_CONFIG_FIELDS(GMLP_TO_JSON_)
-#undef GMLP_TO_JSON_
+  ForEachField(*this, [&j](const char* name, const auto& field, const char*) { j[name] = field; });
   return j;
 }
 
@@ -50,18 +17,18 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
   if (!j.is_object()) return absl::InvalidArgumentError("training config: expected a JSON object");
   TrainConfig c = base;
   std::set<std::string> known;
-#define GMLP_FROM_JSON_(name)                                                                \
-  known.insert(#name);                                                                       \
-  if (j.contains(#name)) {                                                                   \
-    try {                                                                                    \
-      j.at(#name).get_to(c.name);                                                            \
-    } catch (const nlohmann::json::exception& e) {                                           \
-      return absl::InvalidArgumentError(                                                     \
-          absl::StrCat("training config key \"", #name, "\": wrong type (", e.what(), ")")); \
-    }                                                                                        \
-  }
-  GMLP_TRAIN_CONFIG_FIELDS(GMLP_FROM_JSON_)
-#undef GMLP_FROM_JSON_
+  absl::Status status;
+  ForEachField(c, [&](const char* name, auto& field, const char*) {
+    known.insert(name);
+    if (!status.ok() || !j.contains(name)) return;
+    try {
+      j.at(name).get_to(field);
+    } catch (const nlohmann::json::exception& e) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("training config key \"", name, "\": wrong type (", e.what(), ")"));
+    }
+  });
+  if (!status.ok()) return status;
   for (const auto& item : j.items()) {
     // The encoder's section and preset name are PretrainConfig's.
     if (item.key() == "model" || item.key() == "preset") continue;
@@ -73,8 +40,6 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
   }
   return c;
 }
-
-#undef GMLP_TRAIN_CONFIG_FIELDS
 
 absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j) {
   return FromJson(j, TrainConfig());

@@ -1,6 +1,7 @@
 // TrainConfig: every pretraining knob that is not the encoder's architecture (data, optimisation,
 // schedule, masking, intervals, distributed settings). Field name = JSON key = `gmlp pretrain`
-// flag name. Model-free so the trainer and its tests do not need the model library.
+// flag name, all three made from one field list (ForEachField). Model-free so the trainer and its
+// tests do not need the model library.
 #ifndef GMLP_PRETRAIN_TRAIN_CONFIG_H_
 #define GMLP_PRETRAIN_TRAIN_CONFIG_H_
 
@@ -53,6 +54,47 @@ struct TrainConfig {
   double bucket_mb = 25.0;      // gradient allreduce bucket size
   int64_t dist_timeout_s = 60;  // a dead peer makes collectives fail after at most this
   double peak_gflops = 0.0;     // per rank, for MFU; 0 = measure a GEMM at start
+
+  // The field list, once: calls visit(name, field, help) for every field, in this order, with
+  // `self` a TrainConfig or a const one. ToJson, FromJson and `gmlp pretrain`'s flags are all
+  // made from it, so a knob cannot be missing from one of them.
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("shard_dir", self.shard_dir, "Directory with manifest.json written by `gmlp prepare`.");
+    visit("out_dir", self.out_dir, "Output: config.json, metrics.jsonl, checkpoints/step_NNNNNN/.");
+    visit("global_batch", self.global_batch,
+          "Sequences per optimizer step over all ranks (= micro_batch x accumulation x ranks).");
+    visit("micro_batch", self.micro_batch, "Sequences per rank per forward/backward.");
+    visit("steps", self.steps, "Optimizer steps in the whole run.");
+    visit("optimizer", self.optimizer, "adamw | lamb.");
+    visit("lr", self.lr, "Peak learning rate.");
+    visit("warmup_steps", self.warmup_steps, "Linear warmup steps.");
+    visit("schedule", self.schedule, "Decay after warmup: linear | cosine.");
+    visit("min_lr_ratio", self.min_lr_ratio, "Final lr as a fraction of --lr.");
+    visit("weight_decay", self.weight_decay,
+          "Decoupled weight decay (not on biases and LayerNorm weights).");
+    visit("beta1", self.beta1, "Adam beta1.");
+    visit("beta2", self.beta2, "Adam beta2.");
+    visit("eps", self.eps, "Adam epsilon.");
+    visit("clip_norm", self.clip_norm, "Global gradient-norm clip; 0 = off.");
+    visit("bf16", self.bf16,
+          "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "
+          "bf16; CUDA too when built with it. LayerNorm and losses stay fp32.");
+    visit("mask_rate", self.mask_rate, "Fraction of tokens chosen for prediction.");
+    visit("whole_word", self.whole_word, "Mask whole words.");
+    visit("seed", self.seed, "Random seed: init, data order, masking and dropout.");
+    visit("log_every", self.log_every, "Log every N steps; 0 = never.");
+    visit("eval_every", self.eval_every, "Evaluate on the valid split every N steps.");
+    visit("eval_batches", self.eval_batches, "Valid batches per evaluation (per rank).");
+    visit("checkpoint_every", self.checkpoint_every,
+          "Checkpoint every N steps (and always at the end).");
+    visit("keep_checkpoints", self.keep_checkpoints, "Keep the newest K checkpoints.");
+    visit("bucket_mb", self.bucket_mb, "Gradient allreduce bucket size (MB).");
+    visit("dist_timeout_s", self.dist_timeout_s,
+          "Seconds after which a collective with a dead peer fails.");
+    visit("peak_gflops", self.peak_gflops,
+          "Per-rank peak GFLOP/s for MFU; 0 = measure a GEMM at start.");
+  }
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;

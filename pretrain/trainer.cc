@@ -10,10 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/mix64.h"
 #include "common/status.h"
 #include "model/autocast.h"
 #include "pretrain/checkpoint.h"
+#include "pretrain/mlm_eval.h"
 #include "pretrain/schedule.h"
 #include "tokenizer/tokenizer.h"
 
@@ -102,9 +104,9 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     GMLP_RETURN_IF_ERROR(options_.load_model(*module_, JoinPath(dir, kModelFile)));
     GMLP_RETURN_IF_ERROR(optimizer_->Load(JoinPath(dir, kOptimizerFile)));
     const std::string state_path = JoinPath(dir, kStateFile);
-    GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(state_path));
-    auto state = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (state.is_discarded() || !state.contains("step") || !state.contains("loader")) {
+    GMLP_ASSIGN_OR_RETURN(nlohmann::json state,
+                          ReadJsonFile(state_path, "resume from an older checkpoint"));
+    if (!state.is_object() || !state.contains("step") || !state.contains("loader")) {
       return absl::DataLossError(
           absl::StrCat(state_path, ": malformed checkpoint state; resume from an older one"));
     }
@@ -253,34 +255,17 @@ absl::Status Trainer::SyncStats(StepStats* s) const {
 absl::StatusOr<EvalStats> Trainer::Evaluate() {
   EvalStats e;
   if (valid_ == nullptr) return e;
-  torch::NoGradGuard no_grad;
   module_->eval();
   GMLP_RETURN_IF_ERROR(valid_->Restore(data::LoaderState{}));
-  double loss_sum = 0, correct = 0, count = 0;
-  for (int64_t k = 0; k < config_.eval_batches; ++k) {
-    GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, valid_->Next());
-    MlmTensors t = ToTensors(batch, device_);
-    torch::Tensor logits_MV;
-    {
-      model::AutocastScope autocast(config_.bf16);
-      logits_MV = forward_(t.input, t.masked_index);
-    }
-    logits_MV = logits_MV.to(torch::kFloat32);
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits_MV, t.labels,
-                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-    correct += logits_MV.argmax(1).eq(t.labels).sum().item<double>();
-    count += static_cast<double>(t.labels.size(0));
-  }
+  GMLP_ASSIGN_OR_RETURN(torch::Tensor sums, MlmEvalSums(forward_, *valid_, config_.eval_batches,
+                                                        device_, config_.bf16));
   module_->train();
-  torch::Tensor sums = torch::tensor({loss_sum, correct, count}, torch::kFloat64).to(device_);
   dist_->AllreduceSum(sums);
-  const double n = std::max(sums[2].item<double>(), 1.0);
-  e.loss = sums[0].item<double>() / n;
-  e.accuracy = sums[1].item<double>() / n;
-  e.perplexity = std::exp(e.loss);
-  e.masked_tokens = static_cast<int64_t>(sums[2].item<double>());
+  const MlmEval m = MlmEvalFromSums(sums);
+  e.loss = m.loss;
+  e.accuracy = m.accuracy;
+  e.perplexity = m.perplexity;
+  e.masked_tokens = m.masked_tokens;
   return e;
 }
 

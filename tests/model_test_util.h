@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct NamedConfig {
   std::string name;
   EncoderConfig config;
 };
+// gtest prints a parameter with this (not its raw bytes) in test output and listings.
+inline void PrintTo(const NamedConfig& c, std::ostream* os) { *os << c.name; }
 inline std::vector<NamedConfig> AllTinyConfigs() {
   std::vector<NamedConfig> out;
   out.push_back({"transformer", TinyConfig("transformer")});

@@ -5,10 +5,8 @@
 add_executable(tokenizer_cli
   tokenizer_cli_main.cc
   ${PROJECT_SOURCE_DIR}/cli/flags.cc
-  ${PROJECT_SOURCE_DIR}/cli/shared_flags.cc
   ${PROJECT_SOURCE_DIR}/tokenizer/tokenizer_main.cc)
-target_link_libraries(tokenizer_cli PRIVATE gmlp::tokenizer gmlp::common gmlp_torch absl::flags
-                      absl::flags_parse absl::flags_usage absl::flags_reflection)
+target_link_libraries(tokenizer_cli PRIVATE gmlp::cli gmlp::tokenizer gmlp::common gmlp_torch)
 gmlp_use_torch_pch(tokenizer_cli)
 
 gmlp_add_test(NAME tokenizer_test

@@ -4,48 +4,20 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
-#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "tokenizer/encode_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
-const gmlp::tokenizer::TrainOptions kTrainDefaults;
 // The default corpus, relative to the repository root (where the README's commands run).
 constexpr char kDefaultCorpus[] = "../shared/data/corpus/wikipedia-en/enwiki_extract.txt.xz";
 }  // namespace
-
-// Both actions.
-ABSL_DECLARE_FLAG(std::string, input);  // cli/shared_flags.cc
-// train
-ABSL_FLAG(std::string, model_prefix, "runs/tokenizer/spm",
-          "train: writes PREFIX.model and PREFIX.vocab (directories are created).");
-ABSL_DECLARE_FLAG(int32_t, vocab_size);  // cli/shared_flags.cc
-ABSL_FLAG(std::string, model_type, kTrainDefaults.model_type, "train: unigram or bpe.");
-ABSL_FLAG(double, character_coverage, kTrainDefaults.character_coverage,
-          "train: fraction of the corpus's characters the vocabulary covers; rarer characters "
-          "become byte pieces (or [UNK] without --byte_fallback).");
-ABSL_FLAG(bool, byte_fallback, kTrainDefaults.byte_fallback,
-          "train: spell characters outside the vocabulary as UTF-8 byte pieces instead of [UNK].");
-ABSL_FLAG(int64_t, input_sentence_size, kTrainDefaults.input_sentence_size,
-          "train: train on a uniform random sample of at most this many sentences (lines); "
-          "0 = all. Bounds the trainer's memory on large corpora.");
-ABSL_FLAG(int32_t, max_sentence_length, kTrainDefaults.max_sentence_length,
-          "train: longer lines are cut at whitespace into sentences of at most this many bytes.");
-ABSL_DECLARE_FLAG(uint64_t, seed);     // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(bool, strict_utf8);  // cli/shared_flags.cc
-ABSL_FLAG(bool, verbose, kTrainDefaults.verbose, "train: show SentencePiece's training log.");
-// encode
-ABSL_DECLARE_FLAG(std::string, model);   // cli/shared_flags.cc
-ABSL_DECLARE_FLAG(std::string, output);  // cli/shared_flags.cc
-ABSL_FLAG(std::string, output_format, "id",
-          "encode: id (space-separated ids) or piece (space-separated pieces).");
 
 namespace gmlp::cli {
 namespace {
@@ -62,24 +34,52 @@ constexpr char kUsage[] =
     "  [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4. --threads sets the trainer's threads.\n"
     "encode: one line of ids (or pieces) out per line of text in; no special tokens added.";
 
-std::vector<std::string> SplitList(const std::string& s) {
-  return absl::StrSplit(s, ',', absl::SkipWhitespace());
+// What the flags set: training options and the encode action's own.
+struct TokenizerFlags {
+  std::vector<std::string> inputs;  // empty: the default corpus (train) or stdin (encode)
+  tokenizer::TrainOptions train;
+  std::string model = "runs/tokenizer/spm.model";
+  std::string output = "-";
+  std::string output_format = "id";
+};
+
+void AddFlags(TokenizerFlags* f, FlagSet* flags) {
+  tokenizer::TrainOptions& t = f->train;
+  flags->Add("input", &f->inputs,
+             "Text files or globs, comma-separated (train: default the shared Wikipedia extract; "
+             "encode: default '-' = stdin).");
+  flags->Add("model_prefix", &t.model_prefix,
+             "train: writes PREFIX.model and PREFIX.vocab (directories are created).");
+  flags->Add("vocab_size", &t.vocab_size,
+             "train: vocabulary size (the 5 special tokens and byte pieces included).");
+  flags->Add("model_type", &t.model_type, "train: unigram or bpe.");
+  flags->Add("character_coverage", &t.character_coverage,
+             "train: fraction of the corpus's characters the vocabulary covers; rarer characters "
+             "become byte pieces (or [UNK] without --byte_fallback).");
+  flags->Add("byte_fallback", &t.byte_fallback,
+             "train: spell characters outside the vocabulary as UTF-8 byte pieces instead of "
+             "[UNK].");
+  flags->Add("input_sentence_size", &t.input_sentence_size,
+             "train: train on a uniform random sample of at most this many sentences (lines); "
+             "0 = all. Bounds the trainer's memory on large corpora.");
+  flags->Add("max_sentence_length", &t.max_sentence_length,
+             "train: longer lines are cut at whitespace into sentences of at most this many "
+             "bytes.");
+  flags->Add("seed", &t.seed, "train: random seed (sentence sampling).");
+  flags->Add("strict_utf8", &t.strict_utf8,
+             "train: stop at the first line of invalid UTF-8 (default: count and skip such "
+             "lines).");
+  flags->Add("verbose", &t.verbose, "train: show SentencePiece's training log.");
+  flags->Add("model", &f->model, "encode: the SentencePiece .model to encode with.");
+  flags->Add("output", &f->output, "encode: output file ('-' = stdout).");
+  flags->Add("output_format", &f->output_format,
+             "encode: id (space-separated ids) or piece (space-separated pieces).");
 }
 
-int Train(const char* subcommand) {
-  tokenizer::TrainOptions options;
-  options.inputs = SplitList(absl::GetFlag(FLAGS_input));
+int Train(const char* subcommand, TokenizerFlags f) {
+  tokenizer::TrainOptions options = std::move(f.train);
+  options.inputs = std::move(f.inputs);
   if (options.inputs.empty()) options.inputs.push_back(kDefaultCorpus);
-  options.model_prefix = absl::GetFlag(FLAGS_model_prefix);
-  options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
-  options.model_type = absl::GetFlag(FLAGS_model_type);
-  options.character_coverage = absl::GetFlag(FLAGS_character_coverage);
-  options.byte_fallback = absl::GetFlag(FLAGS_byte_fallback);
-  options.input_sentence_size = absl::GetFlag(FLAGS_input_sentence_size);
-  options.max_sentence_length = absl::GetFlag(FLAGS_max_sentence_length);
-  options.seed = absl::GetFlag(FLAGS_seed);
-  options.strict_utf8 = absl::GetFlag(FLAGS_strict_utf8);
-  options.verbose = absl::GetFlag(FLAGS_verbose);
   options.num_threads = NumThreads();
   options.on_progress = [](absl::string_view message) {
     std::fprintf(stderr, "gmlp tokenizer: %s\n", std::string(message).c_str());
@@ -104,22 +104,20 @@ int Train(const char* subcommand) {
   return 0;
 }
 
-int Encode(const char* subcommand) {
-  const std::string model = absl::GetFlag(FLAGS_model);
+int Encode(const char* subcommand, const TokenizerFlags& f) {
+  const std::string& model = f.model;
   if (model.empty()) {
     return Fail(subcommand, absl::InvalidArgumentError(
                                 "--model is required: the PREFIX.model `gmlp tokenizer train` "
                                 "wrote"));
   }
-  absl::StatusOr<tokenizer::OutputFormat> format =
-      tokenizer::ParseOutputFormat(absl::GetFlag(FLAGS_output_format));
+  absl::StatusOr<tokenizer::OutputFormat> format = tokenizer::ParseOutputFormat(f.output_format);
   if (!format.ok()) return Fail(subcommand, format.status());
-  std::vector<std::string> inputs = SplitList(absl::GetFlag(FLAGS_input));
+  std::vector<std::string> inputs = f.inputs;
   if (inputs.empty()) inputs.push_back("-");
   absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> tok = tokenizer::Tokenizer::Load(model);
   if (!tok.ok()) return Fail(subcommand, tok.status());
-  const absl::Status st =
-      tokenizer::EncodeFile(**tok, inputs, absl::GetFlag(FLAGS_output), *format);
+  const absl::Status st = tokenizer::EncodeFile(**tok, inputs, f.output, *format);
   if (!st.ok()) return Fail(subcommand, st);
   return 0;
 }
@@ -127,17 +125,11 @@ int Encode(const char* subcommand) {
 }  // namespace
 
 int TokenizerMain(int argc, char** argv) {
-  // Shared flags (cli/shared_flags.cc) take this subcommand's defaults.
-  absl::SetFlag(&FLAGS_input, "");
-  absl::SetFlag(&FLAGS_output, "-");
-  absl::SetFlag(&FLAGS_model, "runs/tokenizer/spm.model");
-  absl::SetFlag(&FLAGS_seed, kTrainDefaults.seed);
-  absl::SetFlag(&FLAGS_strict_utf8, kTrainDefaults.strict_utf8);
-  absl::SetFlag(&FLAGS_vocab_size, kTrainDefaults.vocab_size);
-  const std::vector<std::string> args = ParseSubcommandFlags(
-      argc, argv,
-      {"tokenizer_main.cc", {"input", "model", "output", "seed", "strict_utf8", "vocab_size"}},
-      kUsage);
+  TokenizerFlags f;
+  f.train.model_prefix = "runs/tokenizer/spm";
+  FlagSet flags(argv[0], kUsage);
+  AddFlags(&f, &flags);
+  const std::vector<std::string> args = ParseSubcommandFlags(flags, argc, argv);
   if (args.size() != 1 || (args[0] != "train" && args[0] != "encode")) {
     return Fail(argv[0],
                 absl::InvalidArgumentError(absl::StrCat(
@@ -146,7 +138,7 @@ int TokenizerMain(int argc, char** argv) {
                     "; use `gmlp tokenizer train` or `gmlp tokenizer encode` (see "
                     "`gmlp tokenizer --help`)")));
   }
-  return args[0] == "train" ? Train(argv[0]) : Encode(argv[0]);
+  return args[0] == "train" ? Train(argv[0], std::move(f)) : Encode(argv[0], f);
 }
 
 }  // namespace gmlp::cli

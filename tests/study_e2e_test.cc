@@ -15,10 +15,15 @@
 #include "common/file_util.h"
 #include "finetune/finetune.h"
 #include "finetune/saved_model.h"
-#include "finetune/study.h"
+#include "study/config.h"
+#include "study/study.h"
 
 namespace gmlp::finetune {
 namespace {
+
+using study::ApplyStudyPreset;
+using study::RunStudy;
+using study::StudyConfig;
 
 const char kData[] = GMLP_SOURCE_DIR "/../shared/data";
 
@@ -39,7 +44,7 @@ class EndToEndTest : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!IsDirectory(kData)) return;
     torch::set_num_threads(2);
-    char tmpl[] = "/tmp/gmlp_finetune_e2e_XXXXXX";
+    char tmpl[] = "/tmp/gmlp_study_e2e_XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = new std::string(tmpl);
     config_ = new StudyConfig();
@@ -132,8 +137,9 @@ void EndToEndTest::FinetuneThenPredict() {
   job.options.quiet = true;
   auto res = RunFinetune(job);
   ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_EQ((*res)["seeds"].size(), 2u);
-  EXPECT_TRUE((*res)["summary"]["dev"]["accuracy"].contains("median"));
+  EXPECT_EQ(res->seeds.size(), 2u);
+  EXPECT_TRUE(res->Summary()["dev"]["accuracy"].contains("median"));
+  EXPECT_TRUE(res->majority_class_accuracy.count("dev"));
   EXPECT_TRUE(PathExists(JoinPath(job.output, "results.json")));
   const std::vector<std::string> dev = Lines(JoinPath(job.output, "predictions/dev.tsv"));
   EXPECT_EQ(dev.size(), 51u);

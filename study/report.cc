@@ -1,4 +1,4 @@
-#include "finetune/study_report.h"
+#include "study/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,22 +16,15 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "finetune/metrics.h"
+#include "model/arch.h"
+#include "study/plot.h"
 
-namespace gmlp::finetune {
+namespace gmlp::study {
+
+using finetune::SeedStats;
+using finetune::Summarize;
+
 namespace {
-
-const std::vector<StudyTask>& StudyTaskTable() {
-  static const auto* t = new std::vector<StudyTask>{
-      {"SST-2", "SST-2", "", "glue/SST-2", "single", "dev", "accuracy"},
-      {"CoLA", "CoLA", "", "glue/CoLA", "single", "dev", "mcc"},
-      {"MNLI-like", "", "finetune/tasks/MNLI-like.json", "", "cross", "xnli_en_test", "accuracy"},
-      {"SICK", "", "finetune/tasks/SICK.json", "", "cross", "test", "accuracy"},
-      {"RTE", "RTE", "", "nli/RTE", "cross", "dev", "accuracy"},
-      {"SNLI-subset", "", "finetune/tasks/SNLI-subset.json", "", "cross", "dev", "accuracy"},
-      {"STS-B", "STS-B", "", "glue/STS-B", "cross", "dev", "pearson"},
-  };
-  return *t;
-}
 
 // Sizes in growing order; unknown sizes sort last, by name.
 int SizeRank(const std::string& size) {
@@ -41,36 +34,10 @@ int SizeRank(const std::string& size) {
   return it == kOrder.end() ? 100 : static_cast<int>(it - kOrder.begin());
 }
 
-int ArchRank(const std::string& arch) {
-  static const std::vector<std::string> kOrder = {"transformer", "gmlp", "amlp", "mixer"};
-  auto it = std::find(kOrder.begin(), kOrder.end(), arch);
-  return it == kOrder.end() ? 100 : static_cast<int>(it - kOrder.begin());
-}
-
-std::string ArchLabel(const std::string& arch) {
-  if (arch == "transformer") return "Transformer";
-  if (arch == "gmlp") return "gMLP";
-  if (arch == "amlp") return "aMLP";
-  if (arch == "mixer") return "MLP-Mixer";
-  return arch;
-}
-
-// The main grid cells (default SGU) are finetuned; SGU-variant cells are pretrain-only.
-bool IsMainCell(const CellResult& c) {
-  return c.sgu.empty() || c.sgu == "split" || (c.arch != "gmlp" && c.arch != "amlp");
-}
-
 const CellResult* FindCell(const std::vector<CellResult>& cells, const std::string& arch,
                            const std::string& size) {
   for (const CellResult& c : cells) {
     if (c.arch == arch && c.size == size && IsMainCell(c)) return &c;
-  }
-  return nullptr;
-}
-
-const TaskScore* FindScore(const CellResult& c, const std::string& task) {
-  for (const TaskScore& s : c.scores) {
-    if (s.task == task) return &s;
   }
   return nullptr;
 }
@@ -91,35 +58,6 @@ std::string CsvField(const std::string& s) {
 }
 
 std::string Num(double v) { return absl::StrFormat("%.6g", v); }
-
-std::vector<CellResult> Sorted(std::vector<CellResult> cells) {
-  std::stable_sort(cells.begin(), cells.end(), [](const CellResult& a, const CellResult& b) {
-    if (SizeRank(a.size) != SizeRank(b.size)) return SizeRank(a.size) < SizeRank(b.size);
-    if (ArchRank(a.arch) != ArchRank(b.arch)) return ArchRank(a.arch) < ArchRank(b.arch);
-    return a.name < b.name;
-  });
-  return cells;
-}
-
-// Task names in first-seen order over the main cells.
-std::vector<const TaskScore*> TaskOrder(const std::vector<CellResult>& cells) {
-  std::vector<const TaskScore*> out;
-  std::set<std::string> seen;
-  for (const CellResult& c : cells) {
-    for (const TaskScore& s : c.scores) {
-      if (seen.insert(s.task).second) out.push_back(&s);
-    }
-  }
-  return out;
-}
-
-std::string Sanitize(const std::string& s) {
-  std::string out = s;
-  for (char& ch : out) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return out;
-}
 
 // Difference of medians (a - b) and its seed spread sqrt(std_a^2 + std_b^2).
 struct Diff {
@@ -174,17 +112,36 @@ std::string DiffText(const Diff& d) {
 
 }  // namespace
 
-absl::StatusOr<StudyTask> FindStudyTask(const std::string& name) {
-  for (const StudyTask& t : StudyTaskTable()) {
-    if (absl::EqualsIgnoreCase(t.name, name)) return t;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--tasks: unknown study task '", name, "'; known: ", absl::StrJoin(StudyTaskNames(), ", ")));
+bool IsMainCell(const CellResult& c) {
+  const model::ArchSpec* arch = model::FindArch(c.arch);
+  return c.sgu.empty() || c.sgu == "split" || arch == nullptr || !arch->has_sgu;
 }
 
-std::vector<std::string> StudyTaskNames() {
-  std::vector<std::string> out;
-  for (const StudyTask& t : StudyTaskTable()) out.push_back(t.name);
+const TaskScore* FindScore(const CellResult& c, const std::string& task) {
+  for (const TaskScore& s : c.scores) {
+    if (s.task == task) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<CellResult> SortedCells(std::vector<CellResult> cells) {
+  std::stable_sort(cells.begin(), cells.end(), [](const CellResult& a, const CellResult& b) {
+    if (SizeRank(a.size) != SizeRank(b.size)) return SizeRank(a.size) < SizeRank(b.size);
+    const int ra = model::ArchRank(a.arch), rb = model::ArchRank(b.arch);
+    if (ra != rb) return ra < rb;
+    return a.name < b.name;
+  });
+  return cells;
+}
+
+std::vector<const TaskScore*> TaskOrder(const std::vector<CellResult>& cells) {
+  std::vector<const TaskScore*> out;
+  std::set<std::string> seen;
+  for (const CellResult& c : cells) {
+    for (const TaskScore& s : c.scores) {
+      if (seen.insert(s.task).second) out.push_back(&s);
+    }
+  }
   return out;
 }
 
@@ -248,7 +205,7 @@ std::string ResultsCsv(const std::vector<CellResult>& cells) {
   std::string out =
       "cell,arch,size,sgu,params,non_embedding_params,pretrain_steps,mlm_loss,mlm_perplexity,"
       "task,kind,split,metric,seed,value\n";
-  for (const CellResult& c : Sorted(cells)) {
+  for (const CellResult& c : SortedCells(cells)) {
     const std::string head =
         absl::StrCat(CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params, ",",
                      c.non_embedding_params, ",", c.pretrain_steps, ",", Num(c.mlm_loss), ",",
@@ -271,7 +228,7 @@ std::string ResultsCsv(const std::vector<CellResult>& cells) {
 std::string SummaryCsv(const std::vector<CellResult>& cells) {
   std::string out =
       "cell,arch,size,sgu,params,task,kind,split,metric,seeds,median,mean,std,min,max\n";
-  for (const CellResult& c : Sorted(cells)) {
+  for (const CellResult& c : SortedCells(cells)) {
     for (const TaskScore& s : c.scores) {
       const SeedStats st = Summarize(s.values);
       absl::StrAppend(&out, CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params,
@@ -283,72 +240,86 @@ std::string SummaryCsv(const std::vector<CellResult>& cells) {
   return out;
 }
 
-std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const ReportContext& context,
-                           const std::string& plot_basename) {
-  const std::vector<CellResult> cells = Sorted(unsorted);
-  const std::vector<const TaskScore*> tasks = TaskOrder(cells);
-  std::string md = "# Accuracy vs parameters: Transformer, gMLP, aMLP\n\n";
+namespace {
+
+// One size's comparison: mean differences to the Transformer over single- and cross-sentence
+// tasks, for gMLP and aMLP.
+struct SizeFinding {
+  std::string size;
+  Diff g_single, g_cross, a_single, a_cross;
+};
+
+// Title, description, setup list and the plot.
+void AppendSetup(const ReportContext& context, const std::string& plot_basename, std::string* md) {
+  *md = "# Accuracy vs parameters: Transformer, gMLP, aMLP\n\n";
   absl::StrAppend(
-      &md,
+      md,
       "Each cell of the grid is an encoder at a size, MLM-pretrained on the same shards for the "
       "same number of steps, then finetuned on every task with each seed. Scores are the "
       "best-epoch value of the reported split, in points (x100); `median ± std` is over seeds. "
       "This reproduces the experiment of \"Pay Attention to MLPs\" (Liu et al. 2021, Fig. 4 and "
       "Table 4) at a far smaller scale.\n\n");
 
-  absl::StrAppend(&md, "## Setup\n\n");
+  absl::StrAppend(md, "## Setup\n\n");
   for (const auto& [k, v] : context.settings.items()) {
-    absl::StrAppend(&md, "- ", k, ": ", v.is_string() ? v.get<std::string>() : v.dump(), "\n");
+    absl::StrAppend(md, "- ", k, ": ", v.is_string() ? v.get<std::string>() : v.dump(), "\n");
   }
   if (context.total_seconds > 0) {
-    absl::StrAppend(&md, "- wall time of this invocation: ",
+    absl::StrAppend(md, "- wall time of this invocation: ",
                     absl::StrFormat("%.1f min", context.total_seconds / 60), "\n");
   }
-  absl::StrAppend(&md, "\n![accuracy vs parameters](", plot_basename, ".png)\n\n");
-  absl::StrAppend(&md, "Files: `results.csv` (every seed), `summary.csv`, `", plot_basename,
+  absl::StrAppend(md, "\n![accuracy vs parameters](", plot_basename, ".png)\n\n");
+  absl::StrAppend(md, "Files: `results.csv` (every seed), `summary.csv`, `", plot_basename,
                   ".png` / `", plot_basename, ".svg` (gnuplot script `plot/", plot_basename,
                   ".gp`).\n\n");
+}
 
-  // Scores table.
-  absl::StrAppend(&md, "## Finetuning scores\n\n| encoder | params |");
+// One row per finetuned cell: median ± std per task, then the majority-class row.
+void AppendScores(const std::vector<CellResult>& cells, const std::vector<const TaskScore*>& tasks,
+                  std::string* md) {
+  absl::StrAppend(md, "## Finetuning scores\n\n| encoder | params |");
   for (const TaskScore* t : tasks) {
-    absl::StrAppend(&md, " ", t->task, " (", t->kind, ", ", t->split, " ", t->metric, ") |");
+    absl::StrAppend(md, " ", t->task, " (", t->kind, ", ", t->split, " ", t->metric, ") |");
   }
-  absl::StrAppend(&md, "\n|---|---:|");
-  for (size_t i = 0; i < tasks.size(); ++i) absl::StrAppend(&md, "---:|");
-  absl::StrAppend(&md, "\n");
+  absl::StrAppend(md, "\n|---|---:|");
+  for (size_t i = 0; i < tasks.size(); ++i) absl::StrAppend(md, "---:|");
+  absl::StrAppend(md, "\n");
   for (const CellResult& c : cells) {
     if (c.scores.empty()) continue;
-    absl::StrAppend(&md, "| ", c.name, " | ", Params(c.params), " |");
+    absl::StrAppend(md, "| ", c.name, " | ", Params(c.params), " |");
     for (const TaskScore* t : tasks) {
       const TaskScore* s = FindScore(c, t->task);
       if (s == nullptr || s->values.empty()) {
-        absl::StrAppend(&md, " – |");
+        absl::StrAppend(md, " – |");
         continue;
       }
       const SeedStats st = Summarize(s->values);
-      absl::StrAppend(&md, " ", Pts(st.median), " ± ", Pts(st.std), " |");
+      absl::StrAppend(md, " ", Pts(st.median), " ± ", Pts(st.std), " |");
     }
-    absl::StrAppend(&md, "\n");
+    absl::StrAppend(md, "\n");
   }
   bool any_majority = false;
   for (const TaskScore* t : tasks) any_majority = any_majority || t->majority >= 0;
   if (any_majority) {
-    absl::StrAppend(&md, "| *majority class* | |");
+    absl::StrAppend(md, "| *majority class* | |");
     for (const TaskScore* t : tasks) {
-      absl::StrAppend(&md, " ", t->majority >= 0 ? Pts(t->majority) : std::string("–"), " |");
+      absl::StrAppend(md, " ", t->majority >= 0 ? Pts(t->majority) : std::string("–"), " |");
     }
-    absl::StrAppend(&md,
+    absl::StrAppend(md,
                     "\n\n*majority class*: the score of always answering the reported "
                     "split's most frequent label; a cell at that level has learned nothing "
                     "usable for the task.\n");
   }
+}
 
-  // Finding section.
-  absl::StrAppend(&md,
-                  "\n## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
+// The finding's tables: per size and task the medians and differences to the Transformer, then
+// per size the mean differences. Returns the per-size means.
+std::vector<SizeFinding> AppendFindingTables(const std::vector<CellResult>& cells,
+                                             const std::vector<const TaskScore*>& tasks,
+                                             std::string* md) {
+  absl::StrAppend(md, "\n## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
   absl::StrAppend(
-      &md,
+      md,
       "The paper's pattern: at equal size gMLP matches the Transformer on single-sentence tasks "
       "(SST-2) but trails it on cross-sentence tasks (MNLI), and aMLP (gMLP with a tiny "
       "attention) closes or reverses that gap. Below, `gMLP − T` is the difference of seed "
@@ -361,13 +332,8 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
   for (const CellResult& c : cells) {
     if (sizes_seen.insert(c.size).second) sizes.push_back(c.size);
   }
-  absl::StrAppend(&md,
-                  "| size | task | kind | Transformer | gMLP | aMLP | gMLP − T | aMLP − T |\n");
-  absl::StrAppend(&md, "|---|---|---|---:|---:|---:|---:|---:|\n");
-  struct SizeFinding {
-    std::string size;
-    Diff g_single, g_cross, a_single, a_cross;
-  };
+  absl::StrAppend(md, "| size | task | kind | Transformer | gMLP | aMLP | gMLP − T | aMLP − T |\n");
+  absl::StrAppend(md, "|---|---|---|---:|---:|---:|---:|---:|\n");
   std::vector<SizeFinding> findings;
   for (const std::string& size : sizes) {
     const CellResult* t = FindCell(cells, "transformer", size);
@@ -384,117 +350,136 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
       auto med = [](const TaskScore* s) {
         return s && !s->values.empty() ? Pts(Summarize(s->values).median) : std::string("–");
       };
-      absl::StrAppend(&md, "| ", size, " | ", task->task, " | ", task->kind, " | ", med(st), " | ",
+      absl::StrAppend(md, "| ", size, " | ", task->task, " | ", task->kind, " | ", med(st), " | ",
                       med(sg), " | ", med(sa), " | ", DiffText(dg), " | ", DiffText(da), " |\n");
       (task->kind == "single" ? gs : gc).push_back(dg);
       (task->kind == "single" ? as : ac).push_back(da);
     }
     findings.push_back({size, MeanDiff(gs), MeanDiff(gc), MeanDiff(as), MeanDiff(ac)});
   }
-  absl::StrAppend(&md,
+  absl::StrAppend(md,
                   "\n| size | gMLP − T, single | gMLP − T, cross | aMLP − T, single | aMLP − T, "
                   "cross |\n|---|---:|---:|---:|---:|\n");
   for (const SizeFinding& f : findings) {
-    absl::StrAppend(&md, "| ", f.size, " | ", DiffText(f.g_single), " | ", DiffText(f.g_cross),
+    absl::StrAppend(md, "| ", f.size, " | ", DiffText(f.g_single), " | ", DiffText(f.g_cross),
                     " | ", DiffText(f.a_single), " | ", DiffText(f.a_cross), " |\n");
   }
-  absl::StrAppend(&md, "\n");
+  absl::StrAppend(md, "\n");
+  return findings;
+}
+
+// (a) of the paper's pattern: gMLP's deficit is larger on cross-sentence tasks than on
+// single-sentence ones. Sets *holds.
+std::string GapText(const SizeFinding& f, bool* holds) {
+  const double gap = f.g_cross.value - f.g_single.value;
+  const double gap_spread =
+      std::sqrt(f.g_cross.spread * f.g_cross.spread + f.g_single.spread * f.g_single.spread);
+  std::string a_text;
+  *holds = false;
+  if (gap < -gap_spread) {
+    *holds = true;
+    a_text = absl::StrCat(
+        "gMLP trails the Transformer more on cross-sentence tasks than on "
+        "single-sentence ones (by ",
+        Pts(-gap), " points, spread ", Pts(gap_spread), ")");
+  } else if (gap > gap_spread) {
+    a_text = absl::StrCat("gMLP does relatively *better* on cross-sentence tasks (by ", Pts(gap),
+                          " points, spread ", Pts(gap_spread), "), the opposite of the paper");
+  } else {
+    a_text = absl::StrCat("the cross- vs single-sentence difference of gMLP − T (", SignedPts(gap),
+                          " points) is within the seed spread (", Pts(gap_spread), ")");
+  }
+  return a_text;
+}
+
+// (b): aMLP gains over gMLP on cross-sentence tasks. Sets *holds.
+std::string GainText(const SizeFinding& f, bool* holds) {
+  std::string b_text;
+  *holds = false;
+  if (f.a_cross.ok) {
+    const double gain = f.a_cross.value - f.g_cross.value;
+    const double gain_spread =
+        std::sqrt(f.a_cross.spread * f.a_cross.spread + f.g_cross.spread * f.g_cross.spread);
+    if (gain > gain_spread) {
+      *holds = true;
+      b_text = absl::StrCat("aMLP gains ", Pts(gain),
+                            " points over gMLP on cross-sentence tasks "
+                            "(spread ",
+                            Pts(gain_spread), ")");
+    } else {
+      b_text = absl::StrCat("aMLP vs gMLP on cross-sentence tasks: ", SignedPts(gain),
+                            " points, not beyond the spread (", Pts(gain_spread), ")");
+    }
+  } else {
+    b_text = "no aMLP cell at this size";
+  }
+  return b_text;
+}
+
+// The verdict per size, then the plain summary over sizes.
+void AppendVerdicts(const std::vector<SizeFinding>& findings, std::string* md) {
   int appears = 0, judged = 0;
   for (const SizeFinding& f : findings) {
     if (!f.g_single.ok || !f.g_cross.ok) {
-      absl::StrAppend(&md, "- **", f.size,
+      absl::StrAppend(md, "- **", f.size,
                       "**: cannot judge (needs gMLP and the Transformer above the majority-class "
                       "floor on both a single-sentence and a cross-sentence task).\n");
       continue;
     }
     ++judged;
-    // (a) gMLP's deficit is larger on cross-sentence tasks than on single-sentence ones.
-    const double gap = f.g_cross.value - f.g_single.value;
-    const double gap_spread =
-        std::sqrt(f.g_cross.spread * f.g_cross.spread + f.g_single.spread * f.g_single.spread);
-    std::string a_text;
-    bool a_holds = false;
-    if (gap < -gap_spread) {
-      a_holds = true;
-      a_text = absl::StrCat(
-          "gMLP trails the Transformer more on cross-sentence tasks than on "
-          "single-sentence ones (by ",
-          Pts(-gap), " points, spread ", Pts(gap_spread), ")");
-    } else if (gap > gap_spread) {
-      a_text = absl::StrCat("gMLP does relatively *better* on cross-sentence tasks (by ", Pts(gap),
-                            " points, spread ", Pts(gap_spread), "), the opposite of the paper");
-    } else {
-      a_text =
-          absl::StrCat("the cross- vs single-sentence difference of gMLP − T (", SignedPts(gap),
-                       " points) is within the seed spread (", Pts(gap_spread), ")");
-    }
-    std::string b_text;
-    bool b_holds = false;
-    if (f.a_cross.ok) {
-      const double gain = f.a_cross.value - f.g_cross.value;
-      const double gain_spread =
-          std::sqrt(f.a_cross.spread * f.a_cross.spread + f.g_cross.spread * f.g_cross.spread);
-      if (gain > gain_spread) {
-        b_holds = true;
-        b_text = absl::StrCat("aMLP gains ", Pts(gain),
-                              " points over gMLP on cross-sentence tasks "
-                              "(spread ",
-                              Pts(gain_spread), ")");
-      } else {
-        b_text = absl::StrCat("aMLP vs gMLP on cross-sentence tasks: ", SignedPts(gain),
-                              " points, not beyond the spread (", Pts(gain_spread), ")");
-      }
-    } else {
-      b_text = "no aMLP cell at this size";
-    }
+    bool a_holds = false, b_holds = false;
+    const std::string a_text = GapText(f, &a_holds);
+    const std::string b_text = GainText(f, &b_holds);
     const bool holds = a_holds && b_holds;
     appears += holds;
     absl::StrAppend(
-        &md, "- **", f.size, "**: ", a_text, "; ", b_text, ". Pattern ",
+        md, "- **", f.size, "**: ", a_text, "; ", b_text, ". Pattern ",
         holds ? "**appears**" : (a_holds || b_holds ? "**partly appears**" : "**does not appear**"),
         " at this size.\n");
   }
-  absl::StrAppend(&md, "\n**Plainly:** ");
+  absl::StrAppend(md, "\n**Plainly:** ");
   const int sizes_run = static_cast<int>(findings.size());
   if (judged == 0) {
-    absl::StrAppend(&md,
+    absl::StrAppend(md,
                     "not enough cells finished above the majority-class floor to judge the "
                     "paper's pattern.\n");
   } else {
     if (appears == judged) {
-      absl::StrAppend(&md,
+      absl::StrAppend(md,
                       "the paper's pattern (gMLP weaker on cross-sentence tasks, fixed by a "
                       "tiny attention) appears at every size ",
                       judged < sizes_run ? "that could be judged" : "run here");
     } else if (appears > 0) {
-      absl::StrAppend(&md, "the paper's pattern appears at ", appears, " of the ", judged,
+      absl::StrAppend(md, "the paper's pattern appears at ", appears, " of the ", judged,
                       " sizes that could be judged, not at the others");
     } else {
-      absl::StrAppend(&md,
+      absl::StrAppend(md,
                       "the paper's pattern does not appear at the scale run here (tiny models, "
                       "short pretraining, small finetuning sets: differences are mostly "
                       "within seed noise)");
     }
     if (judged < sizes_run) {
-      absl::StrAppend(&md, "; ", sizes_run - judged, " of ", sizes_run,
+      absl::StrAppend(md, "; ", sizes_run - judged, " of ", sizes_run,
                       " sizes could not be judged (cells at the majority-class floor)");
     }
-    absl::StrAppend(&md, ".\n");
+    absl::StrAppend(md, ".\n");
   }
+}
 
-  // Perplexity table.
-  absl::StrAppend(&md, "\n## Held-out MLM perplexity\n\n");
-  absl::StrAppend(&md,
+// Every cell's held-out MLM loss and perplexity, and the SGU variants' order vs the paper's.
+void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
+  absl::StrAppend(md, "\n## Held-out MLM perplexity\n\n");
+  absl::StrAppend(md,
                   "Masked-token cross-entropy on the shards' validation split, the same masked "
                   "positions for every cell. The paper's SGU ablation (Table 3) orders the "
                   "variants split < multiplicative < additive < linear (lower is better).\n\n");
-  absl::StrAppend(&md,
+  absl::StrAppend(md,
                   "| encoder | arch | SGU | params | pretrain steps | MLM loss | perplexity |\n");
-  absl::StrAppend(&md, "|---|---|---|---:|---:|---:|---:|\n");
+  absl::StrAppend(md, "|---|---|---|---:|---:|---:|---:|\n");
   for (const CellResult& c : cells) {
-    absl::StrAppend(&md, "| ", c.name, " | ", ArchLabel(c.arch), " | ", c.sgu.empty() ? "–" : c.sgu,
-                    " | ", Params(c.params), " | ", c.pretrain_steps, " | ",
-                    absl::StrFormat("%.3f", c.mlm_loss), " | ",
+    absl::StrAppend(md, "| ", c.name, " | ", model::ArchLabel(c.arch), " | ",
+                    c.sgu.empty() ? "–" : c.sgu, " | ", Params(c.params), " | ", c.pretrain_steps,
+                    " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
                     absl::StrFormat("%.1f", c.mlm_perplexity), " |\n");
   }
   std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
@@ -513,7 +498,7 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
     for (const std::string& p : paper) {
       if (std::find(observed.begin(), observed.end(), p) != observed.end()) expected.push_back(p);
     }
-    absl::StrAppend(&md, "\nSGU variants of gMLP-", key.second,
+    absl::StrAppend(md, "\nSGU variants of gMLP-", key.second,
                     ", best to worst: ", absl::StrJoin(observed, " < "), ". ",
                     observed == expected ? "This **matches** the paper's order."
                                          : absl::StrCat("The paper's order would be ",
@@ -521,79 +506,20 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
                                                         "; it **does not match** at this scale."),
                     "\n");
   }
-  return md;
 }
 
-absl::Status WritePlot(const std::vector<CellResult>& unsorted, const std::string& dir,
-                       const std::string& basename) {
-  const std::vector<CellResult> cells = Sorted(unsorted);
+}  // namespace
+
+std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const ReportContext& context,
+                           const std::string& plot_basename) {
+  const std::vector<CellResult> cells = SortedCells(unsorted);
   const std::vector<const TaskScore*> tasks = TaskOrder(cells);
-  if (tasks.empty()) return absl::FailedPreconditionError("no finetuning scores to plot yet");
-  GMLP_RETURN_IF_ERROR(MakeDirs(dir));
-  int64_t min_p = INT64_MAX, max_p = 0;
-  std::vector<std::string> panels;
-  for (const TaskScore* task : tasks) {
-    std::vector<std::string> plots;
-    for (const std::string& arch : {"transformer", "gmlp", "amlp", "mixer"}) {
-      std::string dat = "# params median min max (points)\n";
-      int rows = 0;
-      for (const CellResult& c : cells) {
-        if (c.arch != arch || !IsMainCell(c)) continue;
-        const TaskScore* s = FindScore(c, task->task);
-        if (s == nullptr || s->values.empty()) continue;
-        const SeedStats st = Summarize(s->values);
-        absl::StrAppend(&dat, c.params, " ", 100 * st.median, " ", 100 * st.min, " ", 100 * st.max,
-                        "\n");
-        min_p = std::min(min_p, c.params);
-        max_p = std::max(max_p, c.params);
-        ++rows;
-      }
-      if (rows == 0) continue;
-      const std::string file = absl::StrCat(basename, "_", Sanitize(task->task), "_", arch, ".dat");
-      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
-      plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 title '",
-                                   ArchLabel(arch), "'"));
-    }
-    panels.push_back(absl::StrCat("set title '", task->task, " (", task->kind, "-sentence; ",
-                                  task->split, " ", task->metric, ")'\nplot ",
-                                  absl::StrJoin(plots, ", \\\n     "), "\n"));
-  }
-  const int n = static_cast<int>(panels.size());
-  const int width = std::max(480, 420 * n), height = 420;
-  std::string body = absl::StrCat(
-      "set multiplot layout 1,", n,
-      " title 'Finetuning score vs parameters (median over seeds, "
-      "bars: min-max)'\n",
-      "set logscale x 10\nset xrange [", min_p / 1.5, ":", max_p * 1.5, "]\n",
-      "set format x '%.1s%c'\nset xlabel 'parameters (log scale)'\nset ylabel 'score (points)'\n",
-      "set key top left reverse Left samplen 2\nset grid\n",
-      "set offsets graph 0, graph 0, graph 0.15, graph 0.15\n", absl::StrJoin(panels, ""),
-      "unset multiplot\n");
-  const std::string script = absl::StrCat(
-      "# Generated by `gmlp study`; re-render with: cd ", dir, " && gnuplot ", basename, ".gp\n",
-      "set terminal pngcairo noenhanced size ", width, ",", height, " font ',10'\n", "set output '",
-      basename, ".png.tmp'\n", body, "set terminal svg noenhanced size ", width, ",", height,
-      " font 'sans,10' background rgb 'white'\n", "set output '", basename, ".svg.tmp'\n", body,
-      "set output\n");
-  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, basename + ".gp"), script));
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("gnuplot not found: install it (apt-get install gnuplot-nox) and run `cd ",
-                     dir, " && gnuplot ", basename, ".gp`"));
-  }
-  const std::string log = JoinPath(dir, basename + ".gnuplot.log");
-  const std::string cmd = absl::StrCat("cd '", dir, "' && gnuplot '", basename, ".gp' > '",
-                                       basename, ".gnuplot.log' 2>&1");
-  if (std::system(cmd.c_str()) != 0) {
-    auto text = ReadFile(log);
-    return absl::InternalError(absl::StrCat("gnuplot failed on ", JoinPath(dir, basename + ".gp"),
-                                            ": ", text.ok() ? *text : "(no log)"));
-  }
-  for (const char* ext : {".png", ".svg"}) {
-    const std::string out = JoinPath(dir, basename + ext);
-    GMLP_RETURN_IF_ERROR(RenameAtomic(out + ".tmp", out));
-  }
-  return absl::OkStatus();
+  std::string md;
+  AppendSetup(context, plot_basename, &md);
+  AppendScores(cells, tasks, &md);
+  AppendVerdicts(AppendFindingTables(cells, tasks, &md), &md);
+  AppendPerplexity(cells, &md);
+  return md;
 }
 
 absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const ReportContext& context,
@@ -618,4 +544,4 @@ absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const Repor
   return plot;
 }
 
-}  // namespace gmlp::finetune
+}  // namespace gmlp::study

@@ -1,9 +1,9 @@
 // The study's results and what is written from them: results.csv (one row per cell, task and
 // seed), summary.csv, report.md (setup, tables, the finding section with gMLP/aMLP minus
-// Transformer per size and the perplexity table) and the accuracy-vs-parameters plot (gnuplot
-// script + data, rendered to PNG and SVG). Torch-free, so it is tested on made-up results.
-#ifndef GMLP_FINETUNE_STUDY_REPORT_H_
-#define GMLP_FINETUNE_STUDY_REPORT_H_
+// Transformer per size and the perplexity table) and the accuracy-vs-parameters plot
+// (plot.h). Works on plain results, so it is tested on made-up ones.
+#ifndef GMLP_STUDY_REPORT_H_
+#define GMLP_STUDY_REPORT_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -13,24 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace gmlp::finetune {
-
-// A task as the study uses it: which finetuning task, which split/metric is reported, and
-// whether it is single-sentence or cross-sentence (the paper's split of GLUE).
-struct StudyTask {
-  std::string name;         // "SST-2", "MNLI-like", ...
-  std::string glue_task;    // a GLUE task name, or
-  std::string task_spec;    // a task spec file (relative to the repo root or absolute)
-  std::string data_subdir;  // GLUE: the task's folder under the data root
-  std::string kind;         // single | cross
-  std::string report_split;
-  std::string metric;
-};
-
-// The built-in study tasks: SST-2 and CoLA (single); MNLI-like (train MNLI subset, report XNLI
-// English test), SICK, RTE, SNLI-subset and STS-B (cross).
-absl::StatusOr<StudyTask> FindStudyTask(const std::string& name);
-std::vector<std::string> StudyTaskNames();
+namespace gmlp::study {
 
 struct TaskScore {
   std::string task;
@@ -69,6 +52,15 @@ struct ReportContext {
   double total_seconds = 0;
 };
 
+// The main grid cells (default SGU) are finetuned; SGU-variant cells are pretrain-only.
+bool IsMainCell(const CellResult& cell);
+// The score of `task` in `cell`, or nullptr.
+const TaskScore* FindScore(const CellResult& cell, const std::string& task);
+// Cells by size (tiny < mini < ...), then arch (the arch table's order), then name.
+std::vector<CellResult> SortedCells(std::vector<CellResult> cells);
+// Each task's first score, in cell order.
+std::vector<const TaskScore*> TaskOrder(const std::vector<CellResult>& cells);
+
 // CSV with a header; one row per (cell, task, seed); pretrain-only cells get one row with the
 // task columns empty.
 std::string ResultsCsv(const std::vector<CellResult>& cells);
@@ -78,17 +70,10 @@ std::string SummaryCsv(const std::vector<CellResult>& cells);
 std::string ReportMarkdown(const std::vector<CellResult>& cells, const ReportContext& context,
                            const std::string& plot_basename);
 
-// Writes <dir>/<basename>.gp plus one data file per (task, arch) and runs gnuplot to render
-// <dir>/<basename>.png and .svg: log x = parameters, one panel per task, one line per encoder,
-// median over seeds with min-max error bars. Returns an error naming the missing gnuplot
-// (install gnuplot-nox) or its message if rendering fails; the script stays for a re-run.
-absl::Status WritePlot(const std::vector<CellResult>& cells, const std::string& dir,
-                       const std::string& basename);
-
 // Writes results.csv, summary.csv, report.md and the plot into `dir` (atomically, each file).
 absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const ReportContext& context,
                                const std::string& dir);
 
-}  // namespace gmlp::finetune
+}  // namespace gmlp::study
 
-#endif  // GMLP_FINETUNE_STUDY_REPORT_H_
+#endif  // GMLP_STUDY_REPORT_H_

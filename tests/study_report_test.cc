@@ -8,9 +8,10 @@
 
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
-#include "finetune/study_report.h"
+#include "study/plot.h"
+#include "study/report.h"
 
-namespace gmlp::finetune {
+namespace gmlp::study {
 namespace {
 
 CellResult Cell(const std::string& arch, const std::string& size, int64_t params, double sst,
@@ -155,4 +156,4 @@ TEST(StudyReportTest, WritesCsvReportAndPlots) {
 }
 
 }  // namespace
-}  // namespace gmlp::finetune
+}  // namespace gmlp::study

@@ -1,0 +1,209 @@
+#include "cli/flag_set.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace gmlp::cli {
+namespace {
+
+bool IsHelpFlag(absl::string_view name) {
+  return name == "help" || name == "helpfull" || name == "helpshort" || name == "h";
+}
+
+// "--name (help); default: X;" wrapped at 80 columns, as Abseil prints flags.
+void AppendFlagHelp(absl::string_view name, absl::string_view help, absl::string_view default_text,
+                    std::string* out) {
+  const std::string text = absl::StrCat(
+      "--", name, " (", help, "); default: ", default_text.empty() ? "\"\"" : default_text, ";");
+  std::string line = "    ";
+  bool first = true;
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (!first && line.size() + 1 + word.size() > 80) {
+      absl::StrAppend(out, line, "\n");
+      line = "      ";
+    } else if (!first) {
+      line += ' ';
+    }
+    absl::StrAppend(&line, word);
+    first = false;
+  }
+  absl::StrAppend(out, line, "\n");
+}
+
+template <typename Int>
+bool ParseInt(absl::string_view text, Int* out) {
+  return absl::SimpleAtoi(absl::StripAsciiWhitespace(text), out);
+}
+
+}  // namespace
+
+bool FlagCodec<bool>::Parse(absl::string_view text, bool* out) {
+  const std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  if (t == "true" || t == "1" || t == "yes" || t == "t" || t == "y") {
+    *out = true;
+    return true;
+  }
+  if (t == "false" || t == "0" || t == "no" || t == "f" || t == "n") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+std::string FlagCodec<bool>::Print(bool value) { return value ? "true" : "false"; }
+
+bool FlagCodec<int32_t>::Parse(absl::string_view text, int32_t* out) { return ParseInt(text, out); }
+std::string FlagCodec<int32_t>::Print(int32_t value) { return absl::StrCat(value); }
+bool FlagCodec<int64_t>::Parse(absl::string_view text, int64_t* out) { return ParseInt(text, out); }
+std::string FlagCodec<int64_t>::Print(int64_t value) { return absl::StrCat(value); }
+bool FlagCodec<uint64_t>::Parse(absl::string_view text, uint64_t* out) {
+  return ParseInt(text, out);
+}
+std::string FlagCodec<uint64_t>::Print(uint64_t value) { return absl::StrCat(value); }
+
+bool FlagCodec<double>::Parse(absl::string_view text, double* out) {
+  return absl::SimpleAtod(absl::StripAsciiWhitespace(text), out);
+}
+std::string FlagCodec<double>::Print(double value) {
+  char buf[64];
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    double back = 0;
+    if (absl::SimpleAtod(buf, &back) && back == value) break;
+  }
+  return buf;
+}
+
+bool FlagCodec<std::string>::Parse(absl::string_view text, std::string* out) {
+  *out = std::string(text);
+  return true;
+}
+std::string FlagCodec<std::string>::Print(const std::string& value) { return value; }
+
+bool FlagCodec<std::vector<std::string>>::Parse(absl::string_view text,
+                                                std::vector<std::string>* out) {
+  *out = absl::StrSplit(text, ',', absl::SkipWhitespace());
+  return true;
+}
+std::string FlagCodec<std::vector<std::string>>::Print(const std::vector<std::string>& value) {
+  return absl::StrJoin(value, ",");
+}
+
+bool FlagCodec<std::vector<uint64_t>>::Parse(absl::string_view text, std::vector<uint64_t>* out) {
+  std::vector<uint64_t> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    uint64_t v = 0;
+    if (!ParseInt(part, &v)) return false;
+    values.push_back(v);
+  }
+  if (values.empty()) return false;
+  *out = std::move(values);
+  return true;
+}
+std::string FlagCodec<std::vector<uint64_t>>::Print(const std::vector<uint64_t>& value) {
+  return absl::StrJoin(value, ",");
+}
+
+FlagSet::FlagSet(std::string subcommand, std::string usage)
+    : subcommand_(std::move(subcommand)), usage_(std::move(usage)) {}
+
+void FlagSet::AddCustom(absl::string_view name, absl::string_view help, std::string default_text,
+                        bool is_bool, Setter set) {
+  flags_.push_back(
+      {std::string(name), std::string(help), std::move(default_text), is_bool, std::move(set)});
+}
+
+FlagSet::Flag* FlagSet::Find(absl::string_view name) {
+  for (Flag& f : flags_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+absl::Status FlagSet::Set(Flag& flag, absl::string_view text) {
+  if (!flag.set(text)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag.name, "=", text, ": not a valid value (default: ", flag.default_text,
+        "); see `gmlp ", subcommand_, " --help`"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(int argc, char* const* argv) {
+  Parsed parsed;
+  given_.clear();
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") {
+      for (++i; i < argc; ++i) parsed.positional.emplace_back(argv[i]);
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-' ||
+        (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-"))) {
+      parsed.positional.emplace_back(argv[i]);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const absl::string_view name = arg.substr(0, eq);
+    if (IsHelpFlag(name)) {
+      parsed.help = true;
+      continue;
+    }
+    Flag* flag = Find(name);
+    std::string value;
+    if (flag == nullptr && eq == absl::string_view::npos && absl::StartsWith(name, "no")) {
+      flag = Find(name.substr(2));
+      if (flag != nullptr && !flag->is_bool) flag = nullptr;
+      value = "false";
+    } else if (flag != nullptr && eq != absl::string_view::npos) {
+      value = std::string(arg.substr(eq + 1));
+    } else if (flag != nullptr && flag->is_bool) {
+      value = "true";
+    } else if (flag != nullptr) {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " needs a value; see `gmlp ", subcommand_, " --help`"));
+      }
+      value = argv[++i];
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, "; see `gmlp ", subcommand_, " --help`"));
+    }
+    if (absl::Status st = Set(*flag, value); !st.ok()) return st;
+    given_.emplace_back(flag->name, value);
+  }
+  return parsed;
+}
+
+bool FlagSet::Given(absl::string_view name) const {
+  return std::any_of(given_.begin(), given_.end(),
+                     [name](const auto& g) { return g.first == name; });
+}
+
+absl::Status FlagSet::Reapply() {
+  for (const auto& [name, value] : given_) {
+    if (absl::Status st = Set(*Find(name), value); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+std::string FlagSet::Help() const {
+  std::string out = absl::StrCat(usage_, "\n\nFlags:\n");
+  std::vector<const Flag*> sorted;
+  for (const Flag& f : flags_) sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Flag* a, const Flag* b) { return a->name < b->name; });
+  for (const Flag* f : sorted) AppendFlagHelp(f->name, f->help, f->default_text, &out);
+  return out;
+}
+
+}  // namespace gmlp::cli

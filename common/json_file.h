@@ -1,0 +1,19 @@
+// The one "read a file and parse it as JSON" helper.
+#ifndef GMLP_COMMON_JSON_FILE_H_
+#define GMLP_COMMON_JSON_FILE_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gmlp {
+
+// Reads `path` and parses it. A missing or unreadable file is ReadFile's error; text that is not
+// JSON is DataLoss "<path>: not valid JSON (<parser's message>); <fix>", `fix` saying what to do.
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::string_view fix);
+
+}  // namespace gmlp
+
+#endif  // GMLP_COMMON_JSON_FILE_H_

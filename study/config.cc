@@ -1,0 +1,87 @@
+#include "study/config.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "model/arch.h"
+#include "model/config.h"
+#include "study/tasks.h"
+
+namespace gmlp::study {
+
+absl::Status StudyConfig::Validate() const {
+  if (output.empty()) return absl::InvalidArgumentError("--output is empty");
+  if (archs.empty() || sizes.empty()) {
+    return absl::InvalidArgumentError("--archs and --sizes must each name at least one");
+  }
+  for (const std::string& a : archs) {
+    for (const std::string& s : sizes) {
+      auto p = model::Preset(absl::StrCat(a, "-", s));
+      if (!p.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--archs/--sizes: no preset '", a, "-", s,
+                                                       "' (", p.status().message(), ")"));
+      }
+    }
+  }
+  const std::vector<std::string>& variants = model::SguVariants();
+  for (const std::string& v : sgu_variants) {
+    if (std::find(variants.begin(), variants.end(), v) == variants.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--sgu_variants: '", v, "' is not one of split, multiplicative, additive, linear"));
+    }
+  }
+  for (const std::string& t : tasks) GMLP_RETURN_IF_ERROR(FindStudyTask(t).status());
+  if (seeds.empty()) return absl::InvalidArgumentError("--seeds is empty");
+  if (pretrain_steps < 1) return absl::InvalidArgumentError("--pretrain_steps must be >= 1");
+  if (finetune.max_len > seq_len && shards.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_len=", finetune.max_len,
+                                                   " exceeds --seq_len=", seq_len,
+                                                   " (the encoders' max_seq_len)"));
+  }
+  return finetune.Validate();
+}
+
+nlohmann::json StudyConfig::ToJson() const {
+  nlohmann::json j;
+  ForEachField(*this, [&j](const char* name, const auto& field, const char*) { j[name] = field; });
+  j["finetune"] = finetune.ToJson();
+  return j;
+}
+
+nlohmann::json Fingerprint(nlohmann::json j) {
+  // Which cells and tasks run, and where, do not change any one cell's numbers.
+  for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir"}) {
+    j.erase(k);
+  }
+  return j;
+}
+
+absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
+  if (name == "default-small" || name.empty()) return absl::OkStatus();
+  if (name == "smoke") {
+    c->corpus_mb = 1;
+    c->vocab_size = 2000;
+    c->seq_len = 64;
+    c->archs = {"transformer", "gmlp"};
+    c->sizes = {"tiny"};
+    c->sgu_variants = {};
+    c->model_overrides = "n_layers=1,d_model=64,d_ffn=128";
+    c->pretrain_steps = 10;
+    c->pretrain_batch = 8;
+    c->pretrain_warmup = 2;
+    c->ppl_batches = 2;
+    c->tasks = {"SST-2", "MNLI-like"};
+    c->seeds = {1, 2};
+    c->max_train_examples = 64;
+    c->max_eval_examples = 64;
+    c->finetune.epochs = 1;
+    c->finetune.batch_size = 16;
+    c->finetune.max_len = 64;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--preset: unknown study preset '", name, "'; use default-small or smoke"));
+}
+
+}  // namespace gmlp::study

@@ -1,0 +1,117 @@
+// StudyConfig: every setting of `gmlp study` (study.h), with one field list (ForEachField)
+// that makes its JSON (study.json) and its flags, and the named presets.
+#ifndef GMLP_STUDY_CONFIG_H_
+#define GMLP_STUDY_CONFIG_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "finetune/trainer.h"
+
+namespace gmlp::study {
+
+struct StudyConfig {
+  std::string output = "runs/study";
+  std::string data_dir = "../shared/data";  // the shared data root
+  // Raw text for the tokenizer and the shards (relative to data_dir unless absolute), of which
+  // the first corpus_mb MB of decompressed text are used (0 = all), cut at a document end.
+  std::string corpus = "corpus/wikipedia-en/enwiki_extract.txt.xz";
+  int64_t corpus_mb = 6;
+  std::string tokenizer;  // an existing .model: skips tokenizer training
+  int32_t vocab_size = 8192;
+  std::string shards;  // an existing shard directory: skips prepare (its seq_len wins)
+  int64_t seq_len = 128;
+
+  std::vector<std::string> archs = {"transformer", "gmlp", "amlp"};
+  std::vector<std::string> sizes = {"tiny", "mini"};  // preset = "<arch>-<size>"
+  // Pretrain-only gMLP cells at sizes[0] for the SGU ablation's perplexity table ("split" is
+  // the main gMLP cell).
+  std::vector<std::string> sgu_variants = {"multiplicative", "additive", "linear"};
+  // "key=value,..." EncoderConfig overrides applied to every cell (e.g. "n_layers=2" for tests).
+  std::string model_overrides;
+
+  int64_t pretrain_steps = 300;
+  int64_t pretrain_batch = 32;
+  double pretrain_lr = 2e-3;
+  int64_t pretrain_warmup = 30;
+  // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about
+  // 2x the tokens per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the
+  // first step (bench/RESULTS.md).
+  bool pretrain_bf16 = true;
+  int64_t ppl_batches = 16;  // validation batches (of pretrain_batch) for the perplexity table
+
+  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK"};
+  std::vector<uint64_t> seeds = {1, 2};
+  int64_t max_train_examples = 2000;  // per task, a fixed random subset; 0 = all
+  int64_t max_eval_examples = 1000;   // per eval split, the first N; 0 = all
+  // lr, epochs, batch size, max_len...: small, briefly pretrained encoders want a higher lr
+  // than BERT-base's 2e-5..1e-4 (measured: gmlp-tiny after 300 pretraining steps stayed at
+  // chance on SST-2 with 2 epochs at 3e-4, and reached 0.70 with 3 epochs at 1e-3).
+  finetune::FinetuneOptions finetune = [] {
+    finetune::FinetuneOptions o;
+    o.lr = 1e-3;
+    o.epochs = 3;
+    o.batch_size = 32;
+    o.max_len = 128;
+    o.bf16 = true;
+    return o;
+  }();
+
+  // The field list, once, for every field but `finetune` (FinetuneOptions has its own):
+  // visit(name, field, help). ToJson and `gmlp study`'s flags are made from it.
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("output", self.output, "study directory (re-run the same command to resume)");
+    visit("data_dir", self.data_dir, "the shared data root (corpus, GLUE and NLI data)");
+    visit("corpus", self.corpus,
+          "raw text for the tokenizer and shards (.xz/.gz/plain; relative to --data_dir)");
+    visit("corpus_mb", self.corpus_mb,
+          "MB of decompressed corpus text used, cut at a document end; 0 = all");
+    visit("tokenizer", self.tokenizer,
+          "an existing SentencePiece .model: skips tokenizer training");
+    visit("vocab_size", self.vocab_size, "tokenizer vocabulary size");
+    visit("shards", self.shards,
+          "an existing `gmlp prepare` shard directory: skips tokenizer training and prepare "
+          "(give its --tokenizer too)");
+    visit("seq_len", self.seq_len, "sequence length of the shards (the encoders' max_seq_len)");
+    visit("archs", self.archs, "encoders: transformer,gmlp,amlp[,mixer]");
+    visit("sizes", self.sizes, "preset sizes (tiny, mini, small, base): preset = <arch>-<size>");
+    visit("sgu_variants", self.sgu_variants,
+          "pretrain-only gMLP cells at the first size for the perplexity table (multiplicative, "
+          "additive, linear); empty = none");
+    visit("model_overrides", self.model_overrides,
+          "EncoderConfig overrides for every cell, 'key=value,...'");
+    visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
+    visit("pretrain_batch", self.pretrain_batch, "sequences per pretraining step");
+    visit("pretrain_lr", self.pretrain_lr, "peak pretraining learning rate");
+    visit("pretrain_warmup", self.pretrain_warmup, "pretraining warmup steps");
+    visit("pretrain_bf16", self.pretrain_bf16, "bf16 autocast for pretraining");
+    visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
+    visit("tasks", self.tasks,
+          "study tasks: SST-2, CoLA (single-sentence); MNLI-like, SICK, RTE, SNLI-subset, STS-B "
+          "(cross-sentence)");
+    visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
+    visit("max_train_examples", self.max_train_examples,
+          "> 0: finetune on a fixed random subset of this many examples per task");
+    visit("max_eval_examples", self.max_eval_examples,
+          "> 0: evaluate on the first N examples of each eval split");
+  }
+
+  absl::Status Validate() const;
+  nlohmann::json ToJson() const;
+};
+
+// Applies a named study preset: "default-small" = the defaults above, sized for about 30 min on
+// 2 cores; "smoke" = two one-layer cells, a few steps (`gmlp study --smoke`, tests).
+absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* config);
+
+// The settings that change results, from a StudyConfig::ToJson(): a study directory is only
+// resumed with the same ones.
+nlohmann::json Fingerprint(nlohmann::json config_json);
+
+}  // namespace gmlp::study
+
+#endif  // GMLP_STUDY_CONFIG_H_

@@ -1,0 +1,36 @@
+// The study's tasks: which finetuning task each is, which split is reported, and whether it is
+// single-sentence or cross-sentence (the paper's split of GLUE). The metric (the task's primary
+// one) and the data folder come from finetune/, not from this table.
+#ifndef GMLP_STUDY_TASKS_H_
+#define GMLP_STUDY_TASKS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "finetune/finetune.h"
+#include "finetune/task.h"
+
+namespace gmlp::study {
+
+struct StudyTask {
+  std::string name;       // "SST-2", "MNLI-like", ...
+  std::string glue_task;  // a GLUE task name, or
+  std::string task_spec;  // a task spec file (relative to the repo root or absolute)
+  std::string kind;       // single | cross
+  std::string report_split;
+};
+
+// The built-in study tasks: SST-2 and CoLA (single); MNLI-like (train MNLI subset, report XNLI
+// English test), SICK, RTE, SNLI-subset and STS-B (cross).
+absl::StatusOr<StudyTask> FindStudyTask(const std::string& name);
+std::vector<std::string> StudyTaskNames();
+
+// The finetuning job of `task` with its data under `data_root`: the task (GLUE name or the
+// spec file, found from the build or source tree when relative), and data_root. The caller
+// fills init, output, seeds and options.
+finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root);
+
+}  // namespace gmlp::study
+
+#endif  // GMLP_STUDY_TASKS_H_

@@ -1,0 +1,231 @@
+// The flag registry (cli/flag_set.h), and every subcommand's `--help` against the defaults its
+// config structs give a run: the help must show the value a run without the flag uses.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/flag_set.h"
+#include "data/prepare.h"
+#include "finetune/finetune.h"
+#include "pretrain/train_config.h"
+#include "study/config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace gmlp::cli {
+namespace {
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (std::string& a : args) out.push_back(a.data());
+  return out;
+}
+
+TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
+  int64_t steps = 10;
+  double lr = 1e-3;
+  bool resume = false, bf16 = true;
+  std::string out = "runs";
+  std::vector<uint64_t> seeds = {1};
+  FlagSet flags("test", "usage");
+  flags.Add("steps", &steps, "steps");
+  flags.Add("lr", &lr, "lr");
+  flags.Add("resume", &resume, "resume");
+  flags.Add("bf16", &bf16, "bf16");
+  flags.Add("out", &out, "out");
+  flags.Add("seeds", &seeds, "seeds");
+  std::vector<std::string> args = {"test",     "--steps", "5",        "-lr=0.5",
+                                   "--resume", "pos",     "--nobf16", "--seeds=3,4"};
+  std::vector<char*> argv = Argv(args);
+  auto parsed = flags.Parse(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->help);
+  EXPECT_EQ(parsed->positional, std::vector<std::string>{"pos"});
+  EXPECT_EQ(steps, 5);
+  EXPECT_EQ(lr, 0.5);
+  EXPECT_TRUE(resume);
+  EXPECT_FALSE(bf16);
+  EXPECT_EQ(seeds, (std::vector<uint64_t>{3, 4}));
+  EXPECT_TRUE(flags.Given("steps"));
+  EXPECT_TRUE(flags.Given("bf16"));
+  EXPECT_FALSE(flags.Given("out"));
+  // Given flags win again over fields reset to other values (a preset).
+  steps = 99;
+  out = "preset";
+  ASSERT_TRUE(flags.Reapply().ok());
+  EXPECT_EQ(steps, 5);
+  EXPECT_EQ(out, "preset");
+  // The help shows the defaults the fields had when added.
+  const std::string help = flags.Help();
+  EXPECT_NE(help.find("--lr (lr); default: 0.001;"), std::string::npos) << help;
+  EXPECT_NE(help.find("--out (out); default: runs;"), std::string::npos) << help;
+}
+
+TEST(FlagSetTest, RejectsUnknownFlagsAndBadValues) {
+  int64_t steps = 10;
+  FlagSet flags("pretrain", "usage");
+  flags.Add("steps", &steps, "steps");
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"pretrain", "--stpes=3"}, {"pretrain", "--steps=x"}, {"pretrain", "--nosteps"}}) {
+    std::vector<char*> argv = Argv(args);
+    auto parsed = flags.Parse(static_cast<int>(argv.size()), argv.data());
+    ASSERT_FALSE(parsed.ok()) << args[1];
+    EXPECT_NE(parsed.status().message().find("gmlp pretrain --help"), std::string::npos);
+  }
+  std::vector<std::string> args = {"pretrain", "--help"};
+  std::vector<char*> argv = Argv(args);
+  auto parsed = flags.Parse(2, argv.data());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->help);
+}
+
+// `gmlp <subcommand> --help` as name -> default text.
+std::map<std::string, std::string> HelpDefaults(const std::string& subcommand) {
+  const std::string cmd = absl::StrCat(GMLP_BINARY_DIR, "/gmlp ", subcommand, " --help");
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while (p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+  EXPECT_EQ(p != nullptr ? ::pclose(p) : -1, 0) << cmd;
+  // One entry per flag: "    --name (help); default: X;" with continuation lines indented.
+  std::vector<std::string> entries;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, "    --")) {
+      entries.emplace_back(absl::StripAsciiWhitespace(line));
+    } else if (absl::StartsWith(line, "      ") && !entries.empty()) {
+      absl::StrAppend(&entries.back(), " ", absl::StripAsciiWhitespace(line));
+    }
+  }
+  std::map<std::string, std::string> defaults;
+  for (const std::string& e : entries) {
+    const std::string name = e.substr(2, e.find(' ') - 2);
+    const size_t d = e.rfind("; default: ");
+    std::string value = e.substr(d + 11, e.size() - (d + 11) - 1);
+    if (value == "\"\"") value.clear();
+    defaults[name] = value;
+  }
+  EXPECT_FALSE(defaults.empty()) << text;
+  return defaults;
+}
+
+// Every key of `fields` that is a flag shows the field's value as its default.
+void ExpectDefaultsMatch(const std::map<std::string, std::string>& help,
+                         const nlohmann::json& fields, const std::string& what) {
+  int checked = 0;
+  for (const auto& [key, v] : fields.items()) {
+    auto it = help.find(key);
+    if (it == help.end()) continue;
+    ++checked;
+    const std::string& shown = it->second;
+    if (v.is_boolean()) {
+      EXPECT_EQ(shown, v.get<bool>() ? "true" : "false") << what << " --" << key;
+    } else if (v.is_number_float()) {
+      double d = 0;
+      ASSERT_TRUE(absl::SimpleAtod(shown, &d)) << what << " --" << key << "=" << shown;
+      EXPECT_DOUBLE_EQ(d, v.get<double>()) << what << " --" << key;
+    } else if (v.is_number()) {
+      EXPECT_EQ(shown, v.dump()) << what << " --" << key;
+    } else if (v.is_string()) {
+      EXPECT_EQ(shown, v.get<std::string>()) << what << " --" << key;
+    } else if (v.is_array()) {
+      std::vector<std::string> items;
+      for (const auto& x : v) items.push_back(x.is_string() ? x.get<std::string>() : x.dump());
+      EXPECT_EQ(shown, absl::StrJoin(items, ",")) << what << " --" << key;
+    }
+  }
+  EXPECT_GT(checked, 0) << what;
+}
+
+template <typename Config>
+nlohmann::json FieldsJson(Config& config) {
+  nlohmann::json j;
+  Config::ForEachField(config,
+                       [&j](const char* name, const auto& field, const char*) { j[name] = field; });
+  return j;
+}
+
+TEST(SubcommandHelpTest, PretrainShowsTrainConfigDefaults) {
+  const auto help = HelpDefaults("pretrain");
+  pretrain::TrainConfig defaults;
+  ExpectDefaultsMatch(help, defaults.ToJson(), "pretrain");
+  // The bug this guards against: finetune's --lr 0.0001 and --log_every 100 shown here.
+  EXPECT_EQ(help.at("lr"), "0.001");
+  EXPECT_EQ(help.at("log_every"), "10");
+  EXPECT_EQ(help.count("task"), 0u);
+  EXPECT_EQ(help.count("threads"), 1u);
+}
+
+TEST(SubcommandHelpTest, FinetuneShowsJobAndOptionDefaults) {
+  const auto help = HelpDefaults("finetune");
+  finetune::FinetuneJob job;
+  ExpectDefaultsMatch(help, FieldsJson(job), "finetune job");
+  ExpectDefaultsMatch(help, FieldsJson(job.options), "finetune options");
+  EXPECT_EQ(help.at("lr"), "0.0001");
+  EXPECT_EQ(help.count("steps"), 0u);
+}
+
+TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
+  const auto help = HelpDefaults("study");
+  study::StudyConfig c;
+  nlohmann::json fields = FieldsJson(c);
+  fields.erase("pretrain_bf16");
+  ExpectDefaultsMatch(help, fields, "study");
+  nlohmann::json ft = FieldsJson(c.finetune);
+  for (const char* k : {"clip_norm", "eval_batch_size", "log_every", "bf16"}) ft.erase(k);
+  ExpectDefaultsMatch(help, ft, "study finetuning");
+  EXPECT_EQ(help.at("lr"), "0.001");
+  EXPECT_EQ(help.at("bf16"), c.pretrain_bf16 ? "true" : "false");
+  EXPECT_EQ(help.at("smoke"), "false");
+}
+
+TEST(SubcommandHelpTest, PrepareShowsPrepareOptionsDefaults) {
+  const auto help = HelpDefaults("prepare");
+  const data::PrepareOptions o;
+  ExpectDefaultsMatch(help,
+                      {{"seq_len", o.seq_len},
+                       {"workers", o.workers},
+                       {"valid_fraction", o.valid_fraction},
+                       {"seed", o.seed},
+                       {"shard_input_bytes", o.shard_input_bytes},
+                       {"part", o.part},
+                       {"strict_utf8", o.strict_utf8},
+                       {"max_piece_bytes", o.max_piece_bytes},
+                       {"progress", o.progress}},
+                      "prepare");
+}
+
+TEST(SubcommandHelpTest, TokenizerShowsTrainOptionsDefaults) {
+  const auto help = HelpDefaults("tokenizer");
+  const tokenizer::TrainOptions o;
+  ExpectDefaultsMatch(help,
+                      {{"vocab_size", o.vocab_size},
+                       {"model_type", o.model_type},
+                       {"character_coverage", o.character_coverage},
+                       {"byte_fallback", o.byte_fallback},
+                       {"input_sentence_size", o.input_sentence_size},
+                       {"max_sentence_length", o.max_sentence_length},
+                       {"seed", o.seed},
+                       {"strict_utf8", o.strict_utf8},
+                       {"verbose", o.verbose}},
+                      "tokenizer");
+}
+
+TEST(SubcommandHelpTest, PredictShowsItsOwnFlags) {
+  const auto help = HelpDefaults("predict");
+  EXPECT_EQ(help.at("input"), "-");
+  EXPECT_EQ(help.at("model"), "");
+  EXPECT_EQ(help.size(), 3u);  // input, model, threads
+}
+
+}  // namespace
+}  // namespace gmlp::cli
