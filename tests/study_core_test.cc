@@ -3,6 +3,8 @@
 // end), the results table, the two-level bootstrap and the verdict rules on synthetic tables.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -209,6 +211,43 @@ TEST_F(ProbeTest, SubcommandEndToEnd) {
   auto spec = finetune::LoadTaskSpec(out + "/shifted/task.json");
   EXPECT_TRUE(spec.ok()) << spec.status();
   EXPECT_NE(ReadBytes(dir_ + "/cli.log").find("probe: task specs"), std::string::npos);
+}
+
+// The default sizes from the last 10% of the shared Wikipedia extract (skipped without it).
+TEST(ProbeSharedDataTest, DefaultSizesFromTheWikipediaTail) {
+  const std::string corpus =
+      std::string(GMLP_SOURCE_DIR) + "/../shared/data/corpus/wikipedia-en/enwiki_extract.txt.xz";
+  if (!std::ifstream(corpus).good()) GTEST_SKIP() << "no shared corpus at " << corpus;
+  ProbeOptions o;
+  o.corpus = corpus;
+  auto data = GenerateProbe(o);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_GT(data->holdout.first_holdout_document, 0.85 * data->holdout.documents);
+  size_t longest_bytes = 0;
+  int64_t longest_words = 0;
+  for (const ProbeSplit& s : data->splits) {
+    for (const ProbeExample& e : s.shifted) {
+      longest_bytes = std::max(longest_bytes, e.sentence1.size() + e.sentence2.size());
+      longest_words = std::max<int64_t>(
+          longest_words,
+          static_cast<int64_t>(Words(e.sentence1).size() + Words(e.sentence2).size()));
+    }
+  }
+  EXPECT_EQ(data->splits[0].shifted.size(), 4000u);
+  EXPECT_EQ(data->splits[2].aligned.size(), 2000u);
+  std::printf(
+      "wikipedia probe: %lld documents, slice from %lld (text bytes before it %lld), "
+      "%lld usable sentences, %lld vocabulary words; longest shifted pair %zu bytes, "
+      "%lld words\n",
+      static_cast<long long>(data->holdout.documents),
+      static_cast<long long>(data->holdout.first_holdout_document),
+      static_cast<long long>(data->holdout.text_bytes_before_holdout),
+      static_cast<long long>(data->candidate_sentences),
+      static_cast<long long>(data->vocabulary_words), longest_bytes,
+      static_cast<long long>(longest_words));
+  std::printf("example shifted pair: %s | %s | %s\n", data->splits[2].shifted[0].sentence1.c_str(),
+              data->splits[2].shifted[0].sentence2.c_str(),
+              data->splits[2].shifted[0].label.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------
