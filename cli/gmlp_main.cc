@@ -25,6 +25,8 @@ constexpr Subcommand kSubcommands[] = {
     {"finetune", gmlp::cli::FinetuneMain, "finetune a pretrained encoder on a GLUE-style task"},
     {"predict", gmlp::cli::PredictMain, "label sentences with a finetuned model"},
     {"study", gmlp::cli::StudyMain, "run the accuracy-vs-parameters study end to end"},
+    {"probe", gmlp::cli::ProbeMain,
+     "write the alignment probe (aligned and shifted pair tasks) from a held-out corpus slice"},
 };
 
 void PrintUsage(std::FILE* out) {

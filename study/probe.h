@@ -1,0 +1,136 @@
+// The alignment probe (issue 12, item 4): a sentence-pair task whose label depends on matching
+// content across the two segments, generated from a held-out slice of a corpus in two versions
+// that differ only in where the second segment's words sit.
+//
+// Each example starts from one corpus sentence S and one of its word positions i, and draws two
+// different replacement words u and v from the slice's vocabulary:
+//   A = S with word i replaced by u
+//   B = A                          (label "same")
+//   B = S with word i replaced by v (label "replaced": A and B differ in exactly word i)
+// So each segment alone is identically distributed under both labels (one odd word in both):
+// a second-segment-only model is at chance by construction, and only matching A against B helps.
+//   aligned: segment 2 is B: B's words sit at the same offsets after [SEP] as A's after [CLS],
+//            so mixing by position alone can solve it.
+//   shifted: segment 2 is k filler words (drawn from the same vocabulary, k uniform in
+//            [1, max_shift]) followed by B: matching needs content.
+// The two versions share every sentence, position, word and label; only the filler differs.
+// Deterministic from `seed` (SplitMix64 streams, no std:: distributions). Torch-free.
+#ifndef GMLP_STUDY_PROBE_H_
+#define GMLP_STUDY_PROBE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gmlp::study {
+
+struct ProbeOptions {
+  // Plain text, .gz or .xz (WikiExtractor <doc> blocks or blank-line documents).
+  std::string corpus;
+  std::string output;  // writes aligned/, shifted/ and probe.json here
+  uint64_t seed = 1;
+  // The last holdout_fraction of the corpus's documents are the slice the probe is drawn from;
+  // the study must train its tokenizer and pretrain on documents before it (probe.json says
+  // which).
+  double holdout_fraction = 0.1;
+  int64_t train_examples = 4000;
+  int64_t dev_examples = 1000;   // selects the epoch
+  int64_t test_examples = 2000;  // reported
+  // Sentences of min_words..max_words whitespace words and at most max_sentence_bytes bytes:
+  // with max_shift filler words of at most 12 bytes, [CLS] A [SEP] filler B [SEP] stays under
+  // 128 tokens with an 8k-piece vocabulary (checked against a tokenizer with `tokenizer`).
+  int64_t min_words = 8;
+  int64_t max_words = 20;
+  int64_t max_sentence_bytes = 120;
+  int64_t max_shift = 8;  // shifted: 1..max_shift filler words before B
+  // Replacement and filler words: lowercase ASCII words of 2..12 letters seen at least this
+  // often in the slice's sentences.
+  int64_t min_word_count = 2;
+  // Optional: a SentencePiece model; every pair's [CLS] a [SEP] b [SEP] length is then checked
+  // against max_len and the longest is recorded in probe.json.
+  std::string tokenizer;
+  int64_t max_len = 128;
+
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("corpus", self.corpus, "corpus to draw the probe from (plain, .gz or .xz)");
+    visit("output", self.output, "output directory: aligned/, shifted/, probe.json");
+    visit("seed", self.seed, "generator seed: the same seed gives the same bytes");
+    visit("holdout_fraction", self.holdout_fraction,
+          "the probe uses only the last fraction of the corpus's documents");
+    visit("train_examples", self.train_examples, "training pairs per version (half each label)");
+    visit("dev_examples", self.dev_examples, "dev pairs per version (select the epoch)");
+    visit("test_examples", self.test_examples, "test pairs per version (reported)");
+    visit("min_words", self.min_words, "shortest sentence used, in words");
+    visit("max_words", self.max_words, "longest sentence used, in words");
+    visit("max_sentence_bytes", self.max_sentence_bytes, "longest sentence used, in bytes");
+    visit("max_shift", self.max_shift, "shifted version: 1..max_shift filler words before B");
+    visit("min_word_count", self.min_word_count,
+          "replacement/filler words must occur this often in the slice");
+    visit("tokenizer", self.tokenizer,
+          "optional SentencePiece model: check every pair fits in --max_len tokens");
+    visit("max_len", self.max_len, "token limit checked with --tokenizer");
+  }
+
+  absl::Status Validate() const;
+};
+
+// One generated pair (the aligned and shifted versions differ only in `offset`).
+struct ProbeExample {
+  int64_t index = 0;
+  std::string sentence1;  // A
+  std::string sentence2;  // aligned: B; shifted: filler words then B
+  std::string label;      // "same" | "replaced"
+  int64_t offset = 0;     // filler words before B (0 in the aligned version)
+  int64_t position = 0;   // 0-based word of A that u replaced (and v in "replaced" pairs)
+};
+
+// Where the held-out slice starts, from a first pass over the corpus.
+struct CorpusHoldout {
+  int64_t documents = 0;               // in the whole corpus (CorpusReader's count)
+  int64_t first_holdout_document = 0;  // 0-based: documents from here on are the probe's
+  int64_t text_bytes = 0;              // bytes of document text (CorpusReader pieces)
+  int64_t text_bytes_before_holdout = 0;
+};
+
+// Counts the corpus's documents and picks the held-out tail (at least one document).
+absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction);
+
+struct ProbeSplit {
+  std::string name;  // train | dev | test
+  std::vector<ProbeExample> aligned;
+  std::vector<ProbeExample> shifted;
+};
+
+struct ProbeData {
+  CorpusHoldout holdout;
+  int64_t candidate_sentences = 0;  // usable distinct sentences in the slice
+  int64_t vocabulary_words = 0;     // replacement/filler vocabulary size
+  std::vector<ProbeSplit> splits;   // train, dev, test
+};
+
+// Generates the probe in memory (no files written).
+absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& options);
+
+// The TSV of one split, as `gmlp finetune` reads it: a header
+// "index sentence1 sentence2 label offset position" (tab-separated), one row per pair.
+std::string ProbeTsv(const std::vector<ProbeExample>& examples);
+
+// The task names of the two versions.
+inline constexpr char kProbeAlignedTask[] = "probe-aligned";
+inline constexpr char kProbeShiftedTask[] = "probe-shifted";
+
+// Generates the probe and writes, atomically each:
+//   <output>/aligned/{train,dev,test}.tsv, <output>/aligned/task.json (task "probe-aligned")
+//   <output>/shifted/{train,dev,test}.tsv, <output>/shifted/task.json (task "probe-shifted")
+//   <output>/probe.json: the options, the held-out slice, counts, label balance, checksums
+// A task.json names its files by absolute path, so `gmlp finetune --task_spec=.../task.json`
+// runs it as is; dev selects the epoch, test is reported. Returns what was generated.
+absl::StatusOr<ProbeData> WriteProbe(const ProbeOptions& options);
+
+}  // namespace gmlp::study
+
+#endif  // GMLP_STUDY_PROBE_H_

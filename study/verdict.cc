@@ -1,0 +1,294 @@
+#include "study/verdict.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gmlp::study {
+namespace {
+
+bool IsPairKind(const std::string& kind) { return kind == "cross" || kind == "probe"; }
+
+// (encoder, size, task, split, control) -> runs; majority rows drop encoder and size.
+using GroupKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+
+struct Table {
+  std::map<GroupKey, SeedRuns> groups;
+  std::map<std::pair<std::string, std::string>, std::string> kind;    // (task, split) -> kind
+  std::map<std::pair<std::string, std::string>, std::string> metric;  // (task, split) -> metric
+  std::vector<std::pair<std::string, std::string>> task_splits;       // in table order
+  std::vector<std::string> sizes;                                     // baseline sizes, in order
+  std::vector<std::string> encoders;                                  // non-baseline, in order
+};
+
+Table BuildTable(const std::vector<ResultRow>& rows, const VerdictOptions& o) {
+  Table t;
+  std::map<GroupKey, bool> all_have_examples;
+  for (const ResultRow& r : rows) {
+    if (!r.reported) continue;
+    const auto ts = std::make_pair(r.task, r.split);
+    if (!t.metric.count(ts)) {
+      t.metric[ts] = r.metric;
+      t.kind[ts] = r.kind;
+      t.task_splits.push_back(ts);
+    }
+    if (t.metric[ts] != r.metric) continue;
+    const bool majority = r.control == "majority";
+    const GroupKey key{majority ? "" : r.encoder, majority ? "" : r.size, r.task, r.split,
+                       r.control};
+    SeedRuns& g = t.groups[key];
+    g.values.push_back(r.value);
+    g.n_examples.push_back(r.n_examples);
+    g.correct.push_back(r.correct);
+    g.proportion = r.metric == "accuracy";
+    g.pairing_key = r.task + "/" + r.split;
+    auto it = all_have_examples.emplace(key, true).first;
+    it->second = it->second && !r.correct.empty() && g.proportion;
+    if (r.control == "none") {
+      auto& list = r.encoder == o.baseline ? t.sizes : t.encoders;
+      const std::string& item = r.encoder == o.baseline ? r.size : r.encoder;
+      if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+    }
+  }
+  for (auto& [key, g] : t.groups) {
+    if (!all_have_examples[key]) g.correct.clear();  // mixed: fall back to binomial draws
+  }
+  return t;
+}
+
+const SeedRuns* Find(const Table& t, const std::string& encoder, const std::string& size,
+                     const std::string& task, const std::string& split,
+                     const std::string& control) {
+  auto it = t.groups.find(GroupKey{encoder, size, task, split, control});
+  return it == t.groups.end() ? nullptr : &it->second;
+}
+
+FloorCheck CheckFloors(const Table& t, const SeedRuns& baseline, const std::string& size,
+                       const std::string& task, const std::string& split, const std::string& kind,
+                       const VerdictOptions& o) {
+  FloorCheck f;
+  const SeedRuns* majority = Find(t, "", "", task, split, "majority");
+  if (majority == nullptr) {
+    f.reason = "no majority-class row in results.csv";
+    return f;
+  }
+  f.over_majority = BootstrapGap(baseline, *majority, o.bootstrap);
+  if (f.over_majority.lo <= 0) {
+    f.reason = absl::StrCat(o.baseline, "-", size, " does not beat the majority class by more ",
+                            "than its interval (", FormatPoints(f.over_majority), " points)");
+    return f;
+  }
+  if (IsPairKind(kind)) {
+    const SeedRuns* strongest = nullptr;  // the second-segment-only run with the best mean
+    for (const auto& [key, g] : t.groups) {
+      if (std::get<1>(key) == size && std::get<2>(key) == task && std::get<3>(key) == split &&
+          std::get<4>(key) == "second_only" &&
+          (strongest == nullptr || g.Mean() > strongest->Mean())) {
+        strongest = &g;
+      }
+    }
+    if (strongest == nullptr) {
+      f.reason = absl::StrCat("no second-segment-only control at size ", size, " in results.csv");
+      return f;
+    }
+    f.has_second_only = true;
+    f.over_second_only = BootstrapGap(baseline, *strongest, o.bootstrap);
+    if (f.over_second_only.lo <= 0) {
+      f.reason = absl::StrCat(o.baseline, "-", size,
+                              " does not beat the second-segment-only control by more than its "
+                              "interval (",
+                              FormatPoints(f.over_second_only), " points)");
+      return f;
+    }
+  }
+  f.judged = true;
+  return f;
+}
+
+PatternVerdict NewPattern(const std::string& size, const char* pattern, const char* claim) {
+  PatternVerdict p;
+  p.size = size;
+  p.pattern = pattern;
+  p.claim = claim;
+  return p;
+}
+
+// holds / does not hold / not resolved, for a claim that the estimate is below zero
+// (`negative`) or above it.
+void Decide(bool negative, PatternVerdict* p) {
+  const bool paper_side = negative ? p->estimate.hi < 0 : p->estimate.lo > 0;
+  const bool other_side = negative ? p->estimate.lo > 0 : p->estimate.hi < 0;
+  p->verdict = paper_side ? "holds" : other_side ? "does not hold" : "not resolved";
+  p->reason = absl::StrCat(FormatPoints(p->estimate), " points (", p->estimate.method, ")",
+                           paper_side   ? ": the interval excludes 0 in the paper's direction"
+                           : other_side ? ": the interval excludes 0 against the paper"
+                                        : ": the interval contains 0, this run cannot tell");
+}
+
+}  // namespace
+
+std::string FormatPoints(const Interval& i) {
+  return absl::StrFormat("%+.1f [%+.1f, %+.1f]", 100 * i.estimate, 100 * i.lo, 100 * i.hi);
+}
+
+absl::StatusOr<StudyVerdicts> ComputeVerdicts(const std::vector<ResultRow>& rows,
+                                              const VerdictOptions& o) {
+  const Table t = BuildTable(rows, o);
+  if (t.sizes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("results table has no reported rows of the baseline encoder '", o.baseline,
+                     "' (control none); the verdicts compare every encoder against it"));
+  }
+  StudyVerdicts v;
+  for (const std::string& size : t.sizes) {
+    // (task, split) -> judged, for the patterns.
+    std::map<std::pair<std::string, std::string>, bool> judged;
+    for (const auto& ts : t.task_splits) {
+      const auto& [task, split] = ts;
+      const SeedRuns* base = Find(t, o.baseline, size, task, split, "none");
+      if (base == nullptr) continue;
+      const std::string& kind = t.kind.at(ts);
+      const FloorCheck floor = CheckFloors(t, *base, size, task, split, kind, o);
+      judged[ts] = floor.judged;
+      for (const std::string& enc : t.encoders) {
+        const SeedRuns* runs = Find(t, enc, size, task, split, "none");
+        if (runs == nullptr) continue;
+        TaskComparison c;
+        c.size = size;
+        c.task = task;
+        c.kind = kind;
+        c.split = split;
+        c.metric = t.metric.at(ts);
+        c.encoder = enc;
+        c.gap = BootstrapGap(*runs, *base, o.bootstrap);
+        c.floor = floor;
+        c.verdict = !floor.judged  ? "cannot judge"
+                    : c.gap.hi < 0 ? "behind"
+                    : c.gap.lo > 0 ? "ahead"
+                                   : "no detectable gap";
+        v.comparisons.push_back(std::move(c));
+      }
+    }
+    auto runs = [&](const std::string& enc, const std::pair<std::string, std::string>& ts) {
+      return Find(t, enc, size, ts.first, ts.second, "none");
+    };
+    // cross_vs_single
+    {
+      PatternVerdict p = NewPattern(size, "cross_vs_single",
+                                    "gMLP lags the Transformer more on cross-sentence than on "
+                                    "single-sentence tasks");
+      std::vector<std::pair<std::string, std::string>> cross, single;
+      for (const auto& ts : t.task_splits) {
+        if (!judged[ts] || runs(o.gmlp, ts) == nullptr || runs(o.baseline, ts) == nullptr) continue;
+        if (t.kind.at(ts) == "cross") cross.push_back(ts);
+        if (t.kind.at(ts) == "single") single.push_back(ts);
+      }
+      if (cross.empty() || single.empty()) {
+        p.verdict = "cannot judge";
+        p.reason = absl::StrCat(
+            "needs a judged cross-sentence and a judged single-sentence task "
+            "with gMLP runs; have ",
+            cross.size(), " and ", single.size());
+      } else {
+        std::vector<ContrastTerm> terms;
+        for (const auto& ts : cross) {
+          terms.push_back({1.0 / cross.size(), runs(o.gmlp, ts)});
+          terms.push_back({-1.0 / cross.size(), runs(o.baseline, ts)});
+          p.tasks.push_back(ts.first);
+        }
+        for (const auto& ts : single) {
+          terms.push_back({-1.0 / single.size(), runs(o.gmlp, ts)});
+          terms.push_back({1.0 / single.size(), runs(o.baseline, ts)});
+          p.tasks.push_back(ts.first);
+        }
+        p.estimate = BootstrapContrast(terms, o.bootstrap);
+        Decide(/*negative=*/true, &p);
+      }
+      v.patterns.push_back(std::move(p));
+    }
+    // amlp_closes_gap
+    {
+      PatternVerdict p =
+          NewPattern(size, "amlp_closes_gap", "aMLP beats gMLP on cross-sentence tasks");
+      std::vector<ContrastTerm> terms;
+      std::vector<std::pair<std::string, std::string>> cross;
+      for (const auto& ts : t.task_splits) {
+        if (judged[ts] && t.kind.at(ts) == "cross" && runs(o.gmlp, ts) != nullptr &&
+            runs(o.amlp, ts) != nullptr) {
+          cross.push_back(ts);
+        }
+      }
+      for (const auto& ts : cross) {
+        terms.push_back({1.0 / cross.size(), runs(o.amlp, ts)});
+        terms.push_back({-1.0 / cross.size(), runs(o.gmlp, ts)});
+        p.tasks.push_back(ts.first);
+      }
+      if (cross.empty()) {
+        p.verdict = "cannot judge";
+        p.reason = "no judged cross-sentence task with both gMLP and aMLP runs";
+      } else {
+        p.estimate = BootstrapContrast(terms, o.bootstrap);
+        Decide(/*negative=*/false, &p);
+      }
+      v.patterns.push_back(std::move(p));
+    }
+    // probe_alignment
+    {
+      PatternVerdict p = NewPattern(size, "probe_alignment",
+                                    "gMLP falls behind the Transformer on the shifted probe more "
+                                    "than on the aligned one");
+      std::pair<std::string, std::string> aligned, shifted;
+      bool have_aligned = false, have_shifted = false;
+      for (const auto& ts : t.task_splits) {
+        if (ts.first == o.probe_aligned && !have_aligned) aligned = ts, have_aligned = true;
+        if (ts.first == o.probe_shifted && !have_shifted) shifted = ts, have_shifted = true;
+      }
+      if (!have_aligned || !have_shifted) {
+        p.verdict = "cannot judge";
+        p.reason = "the probe's two versions are not both in results.csv";
+      } else if (!judged[aligned] || !judged[shifted]) {
+        p.verdict = "cannot judge";
+        p.reason = "the Transformer does not clear the floors on both probe versions";
+      } else if (runs(o.gmlp, aligned) == nullptr || runs(o.gmlp, shifted) == nullptr) {
+        p.verdict = "cannot judge";
+        p.reason = "no gMLP runs on both probe versions";
+      } else {
+        p.estimate = BootstrapContrast({{1, runs(o.gmlp, shifted)},
+                                        {-1, runs(o.baseline, shifted)},
+                                        {-1, runs(o.gmlp, aligned)},
+                                        {1, runs(o.baseline, aligned)}},
+                                       o.bootstrap);
+        p.tasks = {aligned.first, shifted.first};
+        Decide(/*negative=*/true, &p);
+      }
+      v.patterns.push_back(std::move(p));
+    }
+  }
+  return v;
+}
+
+std::string FormatVerdicts(const StudyVerdicts& v) {
+  std::string out =
+      "| size | task | split | encoder | encoder - baseline (points, 95% CI) | baseline - majority "
+      "| baseline - second-only | verdict |\n|---|---|---|---|---:|---:|---:|---|\n";
+  for (const TaskComparison& c : v.comparisons) {
+    absl::StrAppend(
+        &out, "| ", c.size, " | ", c.task, " | ", c.split, " | ", c.encoder, " | ",
+        FormatPoints(c.gap), " | ",
+        c.floor.over_majority.method.empty() ? "n/a" : FormatPoints(c.floor.over_majority), " | ",
+        c.floor.has_second_only ? FormatPoints(c.floor.over_second_only) : "n/a", " | ", c.verdict,
+        c.floor.judged ? "" : absl::StrCat(" (", c.floor.reason, ")"), " |\n");
+  }
+  out += "\n";
+  for (const PatternVerdict& p : v.patterns) {
+    absl::StrAppend(&out, "- **", p.size, ", ", p.pattern, "** (", p.claim, "): ", p.verdict, ". ",
+                    p.reason, "\n");
+  }
+  return out;
+}
+
+}  // namespace gmlp::study
