@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "finetune/trainer.h"
+#include "model/autocast.h"
 
 namespace gmlp::study {
 
@@ -39,8 +40,9 @@ struct StudyConfig {
   int64_t pretrain_warmup = 30;
   // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about
   // 2x the tokens per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the
-  // first step (bench/RESULTS.md).
-  bool pretrain_bf16 = true;
+  // first step (bench/RESULTS.md). On by default where bf16 is native (model::Bf16IsFast): a
+  // CPU without it runs bf16 matmuls 20-90x slower than fp32.
+  bool pretrain_bf16 = model::Bf16IsFast();
   int64_t ppl_batches = 16;  // validation batches (of pretrain_batch) for the perplexity table
 
   std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK"};
@@ -56,7 +58,7 @@ struct StudyConfig {
     o.epochs = 3;
     o.batch_size = 32;
     o.max_len = 128;
-    o.bf16 = true;
+    o.bf16 = model::Bf16IsFast();
     return o;
   }();
 
