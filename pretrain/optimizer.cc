@@ -43,16 +43,15 @@ void Optimizer::FusedAdamWStep(double lr, const torch::Tensor& skip) {
   struct Group {
     std::vector<torch::Tensor> p, g, m, v, t;
   };
+  if (state_steps_.empty()) {
+    for (const torch::Tensor& p : params_) {
+      state_steps_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
+    }
+  }
   std::map<std::tuple<bool, std::string, int>, Group> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const torch::Tensor& g = params_[i].grad();
     if (!g.defined()) continue;
-    if (state_steps_.size() != params_.size()) {
-      state_steps_.clear();
-      for (const torch::Tensor& p : params_) {
-        state_steps_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
-      }
-    }
     Group& grp = groups[{DecaysWeight(params_[i]), params_[i].device().str(),
                          static_cast<int>(params_[i].scalar_type())}];
     grp.p.push_back(params_[i]);

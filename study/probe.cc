@@ -16,6 +16,7 @@
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/mix64.h"
+#include "common/rng.h"
 #include "common/status.h"
 #include "finetune/task.h"
 #include "tokenizer/corpus_reader.h"
@@ -35,30 +36,7 @@ constexpr uint64_t kLabelSalt = 0x1abe15a17ULL;
 constexpr uint64_t kExampleSalt = 0xe8a3b1e5a17ULL;
 constexpr uint64_t kShiftSalt = 0x5b1f75a17ULL;
 
-// A SplitMix64 generator with unbiased bounded draws (rejection), the same on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += kGoldenGamma;
-    return Mix64(state_);
-  }
-  // Uniform in [0, n), n > 0.
-  uint64_t Uniform(uint64_t n) {
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = Next();
-    while (x >= limit);
-    return x % n;
-  }
-  template <typename T>
-  void Shuffle(std::vector<T>* v) {  // Fisher-Yates
-    for (size_t i = v->size(); i > 1; --i) std::swap((*v)[i - 1], (*v)[Uniform(i)]);
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64Rng;
 
 uint64_t StreamSeed(uint64_t seed, uint64_t salt, uint64_t i) {
   return SplitMix64At(Mix64(seed ^ salt), i);

@@ -7,29 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/mix64.h"
+#include "common/rng.h"
 
 namespace gmlp::study {
 namespace {
 
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += kGoldenGamma;
-    return Mix64(state_);
-  }
-  uint64_t Uniform(uint64_t n) {  // [0, n), unbiased
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = Next();
-    while (x >= limit);
-    return x % n;
-  }
-  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64Rng;
 
 // The q-quantile of sorted values, interpolated linearly between order statistics.
 double Quantile(const std::vector<double>& sorted, double q) {
