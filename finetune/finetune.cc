@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "absl/strings/ascii.h"
@@ -42,19 +43,25 @@ std::string FormatGold(const TaskSpec& task, const Example& e) {
   return e.label >= 0 ? task.labels[e.label] : "";
 }
 
-absl::Status WritePredictions(const TaskSpec& task, const TaskData& data, const SeedResult& best,
-                              const std::string& output) {
-  const std::string pred_dir = JoinPath(output, "predictions");
-  GMLP_RETURN_IF_ERROR(MakeDirs(pred_dir));
+// <dir>/<eval split>.tsv for one seed: index, prediction, gold.
+absl::Status WriteEvalPredictions(const TaskSpec& task, const TaskData& data,
+                                  const SeedResult& seed, const std::string& dir) {
+  GMLP_RETURN_IF_ERROR(MakeDirs(dir));
   for (const SplitData& split : data.eval_raw) {
-    const SplitPredictions& p = best.predictions.at(split.name);
+    const SplitPredictions& p = seed.predictions.at(split.name);
     std::string text = "index\tprediction\tlabel\n";
     for (size_t i = 0; i < split.examples.size(); ++i) {
       absl::StrAppend(&text, split.examples[i].id, "\t", FormatPrediction(task, p, i), "\t",
                       FormatGold(task, split.examples[i]), "\n");
     }
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(pred_dir, split.name + ".tsv"), text));
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, split.name + ".tsv"), text));
   }
+  return absl::OkStatus();
+}
+
+absl::Status WritePredictions(const TaskSpec& task, const TaskData& data, const SeedResult& best,
+                              const std::string& output) {
+  GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, best, JoinPath(output, "predictions")));
   if (data.test_raw.empty()) return absl::OkStatus();
   const std::string sub_dir = JoinPath(output, "submission");
   GMLP_RETURN_IF_ERROR(MakeDirs(sub_dir));
@@ -146,8 +153,35 @@ absl::StatusOr<SplitData> ReadAndReport(const FinetuneJob& job, const TaskSpec& 
   return d;
 }
 
-// Reads and encodes every split: train (a fixed random subset when asked), eval (the first N
-// when asked) and the test splits whose files exist.
+// The training examples in a fixed random order (the same for every seed and encoder), split
+// into the select_from_train held-out part (returned; its rows keep their train line numbers)
+// and a train subset of max_train_examples (0 = the rest). Without either, train is unchanged.
+absl::StatusOr<std::optional<SplitData>> CarveFromTrain(const FinetuneJob& job, SplitData* train) {
+  std::vector<Example>& all = train->examples;
+  const int64_t n = static_cast<int64_t>(all.size());
+  const int64_t carve = job.select_from_train;
+  if (carve > 0 && carve >= n) {
+    return absl::InvalidArgumentError(absl::StrCat(train->path, ": --select_from_train=", carve,
+                                                   " leaves nothing to train on (", n,
+                                                   " training examples); lower it"));
+  }
+  const bool subset = job.max_train_examples > 0 && n - carve > job.max_train_examples;
+  if (carve == 0 && !subset) return std::optional<SplitData>();
+  std::mt19937_64 rng(12345);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::optional<SplitData> heldout;
+  if (carve > 0) {  // the tail, so that the subset below is what it was without carving
+    heldout = SplitData{kTrainHeldoutSplit, train->path, true, {}, 0, 0};
+    heldout->examples.assign(all.end() - carve, all.end());
+    all.resize(n - carve);
+  }
+  if (subset) all.resize(job.max_train_examples);
+  return heldout;
+}
+
+// Reads and encodes every split: train (a fixed random subset when asked), the held-out
+// selection split carved from it (when asked), eval (the first N when asked) and the test
+// splits whose files exist.
 absl::StatusOr<TaskData> ReadTaskData(const FinetuneJob& job, const TaskSpec& task,
                                       const std::string& data_dir,
                                       const tokenizer::Tokenizer& tok) {
@@ -158,15 +192,16 @@ absl::StatusOr<TaskData> ReadTaskData(const FinetuneJob& job, const TaskSpec& ta
   const int64_t max_len = job.options.max_len;
   TaskData data;
   GMLP_ASSIGN_OR_RETURN(SplitData train, ReadAndReport(job, task, task.train, data_dir));
-  if (job.max_train_examples > 0 &&
-      static_cast<int64_t>(train.examples.size()) > job.max_train_examples) {
-    // A fixed random subset, the same for every seed and every encoder.
-    std::mt19937_64 rng(12345);
-    std::shuffle(train.examples.begin(), train.examples.end(), rng);
-    train.examples.resize(job.max_train_examples);
-  }
+  GMLP_ASSIGN_OR_RETURN(std::optional<SplitData> heldout, CarveFromTrain(job, &train));
   GMLP_ASSIGN_OR_RETURN(data.train, EncodeSplit(train, pair, max_len, tokenize));
+  if (heldout.has_value()) {
+    GMLP_ASSIGN_OR_RETURN(std::vector<EncodedExample> enc,
+                          EncodeSplit(*heldout, pair, max_len, tokenize));
+    data.evals.push_back({heldout->name, std::move(enc)});
+    data.eval_raw.push_back(std::move(*heldout));
+  }
   for (const SplitSpec& s : task.eval) {
+    if (s.name == kTrainHeldoutSplit) continue;  // carved above
     GMLP_ASSIGN_OR_RETURN(SplitData d, ReadAndReport(job, task, s, data_dir));
     if (job.max_eval_examples > 0 &&
         static_cast<int64_t>(d.examples.size()) > job.max_eval_examples) {
@@ -219,6 +254,8 @@ nlohmann::json ResultsJson(const FinetuneJob& job, const TaskSpec& task,
                         {"num_params", model::CountParameters(config).total},
                         {"options", job.options.ToJson()},
                         {"max_train_examples", job.max_train_examples},
+                        {"select_from_train", job.select_from_train},
+                        {"second_segment_only", job.second_segment_only},
                         {"train_examples", data.train.size()},
                         {"selection_split", task.eval[0].name},
                         {"selection_metric", task.primary_metric()},
@@ -242,13 +279,31 @@ void LogSummary(const std::string& task, const nlohmann::json& summary, size_t s
 
 }  // namespace
 
+std::string SeedPredictionsDir(const std::string& output, uint64_t seed) {
+  return JoinPath(JoinPath(output, "predictions"), absl::StrCat("seed-", seed));
+}
+
 absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
   if (job.task.empty() == job.task_spec.empty()) {
     return absl::InvalidArgumentError(
         "give exactly one of --task (a GLUE task) or --task_spec (a task spec JSON file)");
   }
-  if (!job.task.empty()) return GlueTask(job.task);
-  return LoadTaskSpec(job.task_spec);
+  TaskSpec task;
+  if (!job.task.empty()) {
+    GMLP_ASSIGN_OR_RETURN(task, GlueTask(job.task));
+  } else {
+    GMLP_ASSIGN_OR_RETURN(task, LoadTaskSpec(job.task_spec));
+  }
+  if (job.second_segment_only) {
+    GMLP_ASSIGN_OR_RETURN(task, SecondSegmentOnly(std::move(task)));
+  }
+  if (job.select_from_train > 0) {
+    // The carved split selects the epoch; it reads like train (ReadTaskData carves it).
+    SplitSpec heldout = task.train;
+    heldout.name = kTrainHeldoutSplit;
+    task.eval.insert(task.eval.begin(), heldout);
+  }
+  return task;
 }
 
 std::string DefaultDataDir(const FinetuneJob& job) {
@@ -296,6 +351,7 @@ absl::StatusOr<FinetuneResult> FinetuneResult::FromJson(const nlohmann::json& j)
   try {
     r.task = j.at("task").get<std::string>();
     r.best_seed = j.value("best_seed", uint64_t{0});
+    r.train_examples = j.value("train_examples", int64_t{0});
     if (j.contains("majority_class_accuracy")) {
       r.majority_class_accuracy =
           j.at("majority_class_accuracy").get<std::map<std::string, double>>();
@@ -328,6 +384,8 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
   for (uint64_t seed : job.seeds) {
     GMLP_ASSIGN_OR_RETURN(SeedRun run, FinetuneSeed(task, encoder.make, data.train, data.evals,
                                                     data.tests, job.options, seed));
+    GMLP_RETURN_IF_ERROR(
+        WriteEvalPredictions(task, data, run.result, SeedPredictionsDir(job.output, seed)));
     result.seeds.push_back(run.result);
     result.seeds.back().predictions.clear();
     if (best.classifier.is_empty() || run.result.selection_score > best.result.selection_score) {
@@ -335,6 +393,7 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
     }
   }
   result.best_seed = best.result.seed;
+  result.train_examples = static_cast<int64_t>(data.train.size());
   if (!task.is_regression()) result.majority_class_accuracy = MajorityClassAccuracy(data.evals);
 
   GMLP_RETURN_IF_ERROR(MakeDirs(job.output));

@@ -29,6 +29,14 @@ struct FinetuneJob {
   std::vector<uint64_t> seeds = {1};
   int64_t max_train_examples = 0;  // > 0: a fixed random subset (same for every seed)
   int64_t max_eval_examples = 0;   // > 0: first N examples of each eval split
+  // > 0: hold out this many training examples (a fixed random draw, taken before
+  // max_train_examples) as the split that selects the epoch, "train_heldout"; the task's own
+  // eval splits are then only reported. For tasks whose one labelled eval split is the one
+  // reported (SST-2, CoLA, RTE, STS-B): the reported score is not also the selected one.
+  int64_t select_from_train = 0;
+  // Sentence-pair tasks: train and score on the second segment alone (SecondSegmentOnly), the
+  // hypothesis-only control of NLI.
+  bool second_segment_only = false;
   bool save_model = true;
   bool strict_utf8 = false;  // invalid UTF-8 in a data file is an error, not a skipped row
   FinetuneOptions options;
@@ -58,6 +66,11 @@ struct FinetuneJob {
           "> 0: train on a fixed random subset of this many examples");
     visit("max_eval_examples", self.max_eval_examples,
           "> 0: evaluate on the first N examples of each eval split");
+    visit("select_from_train", self.select_from_train,
+          "> 0: hold out N training examples as the split that selects the epoch "
+          "(train_heldout); the task's eval splits are then only reported");
+    visit("second_segment_only", self.second_segment_only,
+          "pair tasks: train and score on the second segment alone (hypothesis-only control)");
     visit("save_model", self.save_model, "save the best seed's model for `gmlp predict`");
     visit("strict_utf8", self.strict_utf8,
           "stop at the first line of invalid UTF-8 (default: count and skip such lines)");
@@ -67,6 +80,7 @@ struct FinetuneJob {
 // Output layout under job.output (see finetune/README.md):
 //   results.json                  options, every seed's epochs, best-epoch metrics, summary
 //   predictions/<eval split>.tsv  best seed, best epoch: index, prediction, gold
+//   predictions/seed-<s>/<split>.tsv  the same for every seed (per-example scores for intervals)
 //   submission/<GLUE name>.tsv    test splits in the GLUE submission format (index, prediction)
 //   model/                        best seed: model.pt, config.json, tokenizer.model, task.json
 inline constexpr char kResultsFile[] = "results.json";
@@ -78,6 +92,7 @@ struct FinetuneResult {
   std::string task;
   std::vector<SeedResult> seeds;  // in job order; without predictions
   uint64_t best_seed = 0;
+  int64_t train_examples = 0;  // after select_from_train and max_train_examples
   // Per eval split: the accuracy of always answering its most frequent label (classification).
   std::map<std::string, double> majority_class_accuracy;
 
@@ -89,8 +104,15 @@ struct FinetuneResult {
 // Runs the job, writes its outputs and returns what it found.
 absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job);
 
-// The task `job` names: its GLUE task, or its task spec file (exactly one must be set).
+// The task `job` runs: its GLUE task or its task spec file (exactly one must be set), made
+// second-segment-only when the job asks.
 absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job);
+
+// <output>/predictions/seed-<seed>: one seed's <eval split>.tsv files.
+std::string SeedPredictionsDir(const std::string& output, uint64_t seed);
+
+// The name of the split select_from_train carves out of train.
+inline constexpr char kTrainHeldoutSplit[] = "train_heldout";
 
 // The directory the job's data files are read from (rules above).
 std::string DefaultDataDir(const FinetuneJob& job);

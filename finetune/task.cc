@@ -384,6 +384,21 @@ std::vector<std::string> GlueTaskNames() {
   return names;
 }
 
+absl::StatusOr<TaskSpec> SecondSegmentOnly(TaskSpec task) {
+  if (!task.is_pair()) {
+    return absl::InvalidArgumentError(absl::StrCat("--second_segment_only: ", task.name,
+                                                   " is a single-sentence task (no sentence2)"));
+  }
+  auto second_only = [](SplitSpec& s) {
+    s.sentence1 = s.sentence2;
+    s.sentence2.clear();
+  };
+  second_only(task.train);
+  for (SplitSpec& s : task.eval) second_only(s);
+  for (SplitSpec& s : task.test) second_only(s);
+  return task;
+}
+
 absl::StatusOr<TaskSpec> LoadTaskSpec(const std::string& path) {
   GMLP_ASSIGN_OR_RETURN(
       const nlohmann::json j,

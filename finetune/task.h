@@ -71,6 +71,11 @@ struct TaskSpec {
 absl::StatusOr<TaskSpec> GlueTask(absl::string_view name);
 std::vector<std::string> GlueTaskNames();
 
+// `task` (a sentence-pair task) read as a single-sentence task over its second segment: every
+// split's sentence1 column becomes its sentence2 column. InvalidArgument for single-sentence
+// tasks.
+absl::StatusOr<TaskSpec> SecondSegmentOnly(TaskSpec task);
+
 // Reads a task spec JSON file.
 absl::StatusOr<TaskSpec> LoadTaskSpec(const std::string& path);
 

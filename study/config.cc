@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/field_json.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "model/arch.h"
 #include "model/config.h"
@@ -33,6 +35,13 @@ absl::Status StudyConfig::Validate() const {
   }
   for (const std::string& t : tasks) GMLP_RETURN_IF_ERROR(FindStudyTask(t).status());
   if (seeds.empty()) return absl::InvalidArgumentError("--seeds is empty");
+  if (!(holdout_fraction > 0 && holdout_fraction < 0.5)) {
+    return absl::InvalidArgumentError("--holdout_fraction must be in (0, 0.5)");
+  }
+  if (amlp_attn_sizes.empty()) {
+    return absl::InvalidArgumentError("--amlp_attn_sizes is empty; the paper's is 64");
+  }
+  if (curve_points < 1) return absl::InvalidArgumentError("--curve_points must be >= 1");
   if (pretrain_steps < 1) return absl::InvalidArgumentError("--pretrain_steps must be >= 1");
   if (finetune.max_len > seq_len && shards.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--max_len=", finetune.max_len,
@@ -49,9 +58,25 @@ nlohmann::json StudyConfig::ToJson() const {
   return j;
 }
 
+absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& origin) {
+  GMLP_RETURN_IF_ERROR(FieldsFromJson(j, origin, this, {"finetune", "comment"}));
+  if (j.contains("finetune")) {
+    GMLP_RETURN_IF_ERROR(
+        FieldsFromJson(j.at("finetune"), absl::StrCat(origin, " \"finetune\""), &finetune, {}));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) {
+  GMLP_ASSIGN_OR_RETURN(nlohmann::json j,
+                        ReadJsonFile(path, "fix the file (a JSON object of `gmlp study` flags)"));
+  return config->MergeJson(j, path);
+}
+
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
-  for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir"}) {
+  for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
+                        "amlp_attn_sizes", "timings"}) {
     j.erase(k);
   }
   return j;
@@ -62,7 +87,7 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
   if (name == "smoke") {
     c->corpus_mb = 1;
     c->vocab_size = 2000;
-    c->seq_len = 64;
+    c->seq_len = 128;  // the probe's pairs need up to 128 tokens
     c->archs = {"transformer", "gmlp"};
     c->sizes = {"tiny"};
     c->sgu_variants = {};
@@ -71,13 +96,18 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
     c->pretrain_batch = 8;
     c->pretrain_warmup = 2;
     c->ppl_batches = 2;
-    c->tasks = {"SST-2", "MNLI-like"};
+    c->curve_points = 2;
+    c->tasks = {"SST-2", "MNLI-like", "probe-aligned", "probe-shifted"};
+    c->probe_train_examples = 64;
+    c->probe_dev_examples = 32;
+    c->probe_test_examples = 64;
+    c->probe_max_sentence_bytes = 80;  // the 2k vocabulary cuts words into more pieces
     c->seeds = {1, 2};
     c->max_train_examples = 64;
     c->max_eval_examples = 64;
     c->finetune.epochs = 1;
     c->finetune.batch_size = 16;
-    c->finetune.max_len = 64;
+    c->finetune.max_len = 128;
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(

@@ -26,6 +26,10 @@ struct StudyConfig {
   std::string shards;  // an existing shard directory: skips prepare (its seq_len wins)
   int64_t seq_len = 128;
 
+  // The held-out tail of the corpus's documents: the tokenizer and the shards never see it, the
+  // alignment probe is drawn from it (study/probe.h).
+  double holdout_fraction = 0.1;
+
   std::vector<std::string> archs = {"transformer", "gmlp", "amlp"};
   std::vector<std::string> sizes = {"tiny", "mini"};  // preset = "<arch>-<size>"
   // Pretrain-only gMLP cells at sizes[0] for the SGU ablation's perplexity table ("split" is
@@ -33,6 +37,12 @@ struct StudyConfig {
   std::vector<std::string> sgu_variants = {"multiplicative", "additive", "linear"};
   // "key=value,..." EncoderConfig overrides applied to every cell (e.g. "n_layers=2" for tests).
   std::string model_overrides;
+  // The Transformer baseline is pre-LN: post-LN (BERT's) collapsed to the majority class at this
+  // scale (the study before issue 12: every post-LN cell at chance on MNLI-like and SST-2).
+  bool transformer_pre_ln = true;
+  // aMLP's tiny-attention width, one aMLP cell per value; the first is the main "amlp" encoder,
+  // the others are reported as "amlp-attn<N>". The paper: 64 at d_model 512-1024 (1/8-1/16).
+  std::vector<uint64_t> amlp_attn_sizes = {64};
 
   int64_t pretrain_steps = 300;
   int64_t pretrain_batch = 32;
@@ -44,11 +54,22 @@ struct StudyConfig {
   // CPU without it runs bf16 matmuls 20-90x slower than fp32.
   bool pretrain_bf16 = model::Bf16IsFast();
   int64_t ppl_batches = 16;  // validation batches (of pretrain_batch) for the perplexity table
+  int64_t curve_points = 8;  // held-out MLM loss measured this many times while pretraining
 
-  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK"};
-  std::vector<uint64_t> seeds = {1, 2};
+  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK", "probe-aligned", "probe-shifted"};
+  // Second-segment-only runs of the baseline on every pair task (the hypothesis-only control):
+  // a cross-sentence comparison is judged only where the baseline beats it (study/verdict.h).
+  bool controls = true;
+  // The alignment probe's sizes (pairs per version; study/probe.h).
+  int64_t probe_train_examples = 4000;
+  int64_t probe_dev_examples = 1000;
+  int64_t probe_test_examples = 2000;
+  // Longest probe sentence in bytes: two of them and the filler must fit in finetune.max_len
+  // tokens with this tokenizer (the probe checks; a small vocabulary needs shorter ones).
+  int64_t probe_max_sentence_bytes = 120;
+  std::vector<uint64_t> seeds = {1, 2, 3};
   int64_t max_train_examples = 2000;  // per task, a fixed random subset; 0 = all
-  int64_t max_eval_examples = 1000;   // per eval split, the first N; 0 = all
+  int64_t max_eval_examples = 0;      // per eval split, the first N; 0 = all (full splits)
   // lr, epochs, batch size, max_len...: small, briefly pretrained encoders want a higher lr
   // than BERT-base's 2e-5..1e-4 (measured: gmlp-tiny after 300 pretraining steps stayed at
   // chance on SST-2 with 2 epochs at 3e-4, and reached 0.70 with 3 epochs at 1e-3).
@@ -71,7 +92,10 @@ struct StudyConfig {
     visit("corpus", self.corpus,
           "raw text for the tokenizer and shards (.xz/.gz/plain; relative to --data_dir)");
     visit("corpus_mb", self.corpus_mb,
-          "MB of decompressed corpus text used, cut at a document end; 0 = all");
+          "MB of decompressed corpus text used, cut at a document end; 0 = all before the "
+          "held-out tail");
+    visit("holdout_fraction", self.holdout_fraction,
+          "the last fraction of the corpus's documents, never pretrained on: the probe's source");
     visit("tokenizer", self.tokenizer,
           "an existing SentencePiece .model: skips tokenizer training");
     visit("vocab_size", self.vocab_size, "tokenizer vocabulary size");
@@ -86,15 +110,29 @@ struct StudyConfig {
           "additive, linear); empty = none");
     visit("model_overrides", self.model_overrides,
           "EncoderConfig overrides for every cell, 'key=value,...'");
+    visit("transformer_pre_ln", self.transformer_pre_ln,
+          "pre-LN Transformer baseline (post-LN collapses at this scale)");
+    visit("amlp_attn_sizes", self.amlp_attn_sizes,
+          "aMLP tiny-attention widths, one aMLP cell each (first = the main aMLP)");
     visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
     visit("pretrain_batch", self.pretrain_batch, "sequences per pretraining step");
     visit("pretrain_lr", self.pretrain_lr, "peak pretraining learning rate");
     visit("pretrain_warmup", self.pretrain_warmup, "pretraining warmup steps");
     visit("pretrain_bf16", self.pretrain_bf16, "bf16 autocast for pretraining");
     visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
+    visit("curve_points", self.curve_points,
+          "held-out MLM loss evaluations during pretraining (the learning-curve plot)");
     visit("tasks", self.tasks,
           "study tasks: SST-2, CoLA (single-sentence); MNLI-like, SICK, RTE, SNLI-subset, STS-B "
-          "(cross-sentence)");
+          "(cross-sentence); probe-aligned, probe-shifted (the alignment probe)");
+    visit("controls", self.controls, "second-segment-only runs of the baseline on every pair task");
+    visit("probe_train_examples", self.probe_train_examples, "alignment probe: training pairs");
+    visit("probe_dev_examples", self.probe_dev_examples,
+          "alignment probe: dev pairs (select the epoch)");
+    visit("probe_test_examples", self.probe_test_examples,
+          "alignment probe: test pairs (reported)");
+    visit("probe_max_sentence_bytes", self.probe_max_sentence_bytes,
+          "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens)");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
     visit("max_train_examples", self.max_train_examples,
           "> 0: finetune on a fixed random subset of this many examples per task");
@@ -104,7 +142,14 @@ struct StudyConfig {
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;
+  // Sets the fields `j` names (keys as ToJson's; "finetune" holds FinetuneOptions keys) over
+  // `*this`. Errors name `origin`.
+  absl::Status MergeJson(const nlohmann::json& j, const std::string& origin);
 };
+
+// Reads a study configuration file (a JSON object of field names, as study.json holds them, and
+// an optional "comment") over `*config`: `gmlp study --config=study/configs/cpu-3h.json`.
+absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config);
 
 // Applies a named study preset: "default-small" = the defaults above, sized for about 30 min on
 // 2 cores; "smoke" = two one-layer cells, a few steps (`gmlp study --smoke`, tests).

@@ -1,6 +1,9 @@
-// The study's accuracy-vs-parameters plot: a gnuplot script plus data files, rendered to PNG
-// and SVG (log x = parameters, one panel per task, one line per encoder of the arch table,
-// median over seeds with min-max error bars).
+// The study's plots, as gnuplot scripts plus data files rendered to PNG and SVG:
+//   - accuracy vs parameters: one panel per task split (the probe included), one line per
+//     encoder, the mean over seeds with its 95% interval (study/stats.h) as error bars, the
+//     parameter axis labelled with each cell's count, and the floors as horizontal lines (the
+//     majority class; the second-segment-only control on pair tasks);
+//   - learning curves: held-out MLM loss against pretraining step, one line per cell.
 #ifndef GMLP_STUDY_PLOT_H_
 #define GMLP_STUDY_PLOT_H_
 
@@ -9,14 +12,19 @@
 
 #include "absl/status/status.h"
 #include "study/report.h"
+#include "study/results_table.h"
 
 namespace gmlp::study {
 
-// Writes <dir>/<basename>.gp plus one data file per (task, arch) and runs gnuplot to render
-// <dir>/<basename>.png and .svg. Returns an error naming the missing gnuplot (install
-// gnuplot-nox) or its message if rendering fails; the script stays for a re-run.
-absl::Status WritePlot(const std::vector<CellResult>& cells, const std::string& dir,
+// Writes <dir>/<basename>.gp and its data files from results.csv's rows and runs gnuplot. Returns
+// an error naming the missing gnuplot (install gnuplot-nox) or its message if rendering fails;
+// the script stays for a re-run.
+absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& dir,
                        const std::string& basename);
+
+// The learning-curve plot of every cell with a curve, the same way.
+absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, const std::string& dir,
+                             const std::string& basename);
 
 }  // namespace gmlp::study
 

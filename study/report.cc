@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -18,6 +19,8 @@
 #include "finetune/metrics.h"
 #include "model/arch.h"
 #include "study/plot.h"
+#include "study/stats.h"
+#include "study/verdict.h"
 
 namespace gmlp::study {
 
@@ -59,57 +62,6 @@ std::string CsvField(const std::string& s) {
 
 std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
-// Difference of medians (a - b) and its seed spread sqrt(std_a^2 + std_b^2).
-struct Diff {
-  double value = 0;
-  double spread = 0;
-  bool ok = false;
-  bool at_floor = false;  // not ok because a side did not beat the majority class
-};
-
-// A score whose seed median is within a point of the majority-class accuracy learned nothing
-// usable: differences against it say nothing about the architectures.
-bool AtFloor(const TaskScore& s, double median) {
-  return s.majority >= 0 && median <= s.majority + 0.01;
-}
-
-Diff DiffOf(const TaskScore* a, const TaskScore* b) {
-  Diff d;
-  if (a == nullptr || b == nullptr || a->values.empty() || b->values.empty()) return d;
-  const SeedStats sa = Summarize(a->values), sb = Summarize(b->values);
-  if (AtFloor(*a, sa.median) || AtFloor(*b, sb.median)) {
-    d.at_floor = true;
-    return d;
-  }
-  d.value = sa.median - sb.median;
-  d.spread = std::sqrt(sa.std * sa.std + sb.std * sb.std);
-  d.ok = true;
-  return d;
-}
-
-// Mean of several task differences; spread of the mean = sqrt(sum spread^2) / n.
-Diff MeanDiff(const std::vector<Diff>& diffs) {
-  Diff m;
-  double var = 0;
-  int n = 0;
-  for (const Diff& d : diffs) {
-    if (!d.ok) continue;
-    m.value += d.value;
-    var += d.spread * d.spread;
-    ++n;
-  }
-  if (n == 0) return m;
-  m.value /= n;
-  m.spread = std::sqrt(var) / n;
-  m.ok = true;
-  return m;
-}
-
-std::string DiffText(const Diff& d) {
-  if (!d.ok) return d.at_floor ? "n/a (floor)" : "n/a";
-  return absl::StrCat(SignedPts(d.value), " ± ", Pts(d.spread));
-}
-
 }  // namespace
 
 bool IsMainCell(const CellResult& c) {
@@ -119,7 +71,7 @@ bool IsMainCell(const CellResult& c) {
 
 const TaskScore* FindScore(const CellResult& c, const std::string& task) {
   for (const TaskScore& s : c.scores) {
-    if (s.task == task) return &s;
+    if (s.task == task && s.control == "none") return &s;
   }
   return nullptr;
 }
@@ -147,16 +99,20 @@ std::vector<const TaskScore*> TaskOrder(const std::vector<CellResult>& cells) {
 
 nlohmann::json CellResult::ToJson() const {
   nlohmann::json j = {{"name", name},
+                      {"encoder", encoder},
                       {"arch", arch},
                       {"size", size},
                       {"sgu", sgu},
                       {"params", params},
                       {"non_embedding_params", non_embedding_params},
                       {"pretrain_steps", pretrain_steps},
+                      {"pretrain_tokens", pretrain_tokens},
                       {"mlm_loss", mlm_loss},
                       {"mlm_perplexity", mlm_perplexity},
                       {"pretrain_seconds", pretrain_seconds},
                       {"finetune_seconds", finetune_seconds}};
+  j["curve"] = nlohmann::json::array();
+  for (const CurvePoint& p : curve) j["curve"].push_back({p.step, p.loss});
   j["scores"] = nlohmann::json::array();
   for (const TaskScore& s : scores) {
     j["scores"].push_back({{"task", s.task},
@@ -165,7 +121,12 @@ nlohmann::json CellResult::ToJson() const {
                            {"metric", s.metric},
                            {"seeds", s.seeds},
                            {"values", s.values},
-                           {"majority", s.majority}});
+                           {"majority", s.majority},
+                           {"control", s.control},
+                           {"n_examples", s.n_examples},
+                           {"predictions", s.predictions},
+                           {"train_examples", s.train_examples},
+                           {"seconds", s.seconds}});
   }
   return j;
 }
@@ -175,11 +136,16 @@ absl::StatusOr<CellResult> CellResult::FromJson(const nlohmann::json& j) {
   try {
     c.name = j.at("name").get<std::string>();
     c.arch = j.at("arch").get<std::string>();
+    c.encoder = j.value("encoder", c.arch);
     c.size = j.at("size").get<std::string>();
     c.sgu = j.value("sgu", std::string());
     c.params = j.at("params").get<int64_t>();
     c.non_embedding_params = j.value("non_embedding_params", int64_t{0});
     c.pretrain_steps = j.value("pretrain_steps", int64_t{0});
+    c.pretrain_tokens = j.value("pretrain_tokens", int64_t{0});
+    for (const auto& p : j.value("curve", nlohmann::json::array())) {
+      c.curve.push_back({p.at(0).get<int64_t>(), p.at(1).get<double>()});
+    }
     c.mlm_loss = j.value("mlm_loss", 0.0);
     c.mlm_perplexity = j.value("mlm_perplexity", 0.0);
     c.pretrain_seconds = j.value("pretrain_seconds", 0.0);
@@ -193,6 +159,11 @@ absl::StatusOr<CellResult> CellResult::FromJson(const nlohmann::json& j) {
       t.seeds = s.at("seeds").get<std::vector<uint64_t>>();
       t.values = s.at("values").get<std::vector<double>>();
       t.majority = s.value("majority", -1.0);
+      t.control = s.value("control", std::string("none"));
+      t.n_examples = s.value("n_examples", int64_t{0});
+      t.predictions = s.value("predictions", std::vector<std::string>());
+      t.train_examples = s.value("train_examples", int64_t{0});
+      t.seconds = s.value("seconds", 0.0);
       c.scores.push_back(std::move(t));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -201,40 +172,65 @@ absl::StatusOr<CellResult> CellResult::FromJson(const nlohmann::json& j) {
   return c;
 }
 
-std::string ResultsCsv(const std::vector<CellResult>& cells) {
-  std::string out =
-      "cell,arch,size,sgu,params,non_embedding_params,pretrain_steps,mlm_loss,mlm_perplexity,"
-      "task,kind,split,metric,seed,value\n";
-  for (const CellResult& c : SortedCells(cells)) {
-    const std::string head =
-        absl::StrCat(CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params, ",",
-                     c.non_embedding_params, ",", c.pretrain_steps, ",", Num(c.mlm_loss), ",",
-                     Num(c.mlm_perplexity));
-    if (c.scores.empty()) {
-      absl::StrAppend(&out, head, ",,,,,,\n");
-      continue;
-    }
+std::vector<ResultRow> ResultRows(const std::vector<CellResult>& unsorted) {
+  std::vector<ResultRow> rows;
+  std::vector<ResultRow> majority;
+  std::set<std::pair<std::string, std::string>> majority_seen;
+  for (const CellResult& c : SortedCells(unsorted)) {
+    if (!IsMainCell(c) && c.scores.empty()) continue;
     for (const TaskScore& s : c.scores) {
       for (size_t i = 0; i < s.values.size(); ++i) {
-        absl::StrAppend(&out, head, ",", CsvField(s.task), ",", s.kind, ",", CsvField(s.split), ",",
-                        s.metric, ",", i < s.seeds.size() ? s.seeds[i] : i, ",", Num(s.values[i]),
-                        "\n");
+        ResultRow r;
+        r.encoder = c.encoder.empty() ? c.arch : c.encoder;
+        r.size = c.size;
+        r.params = c.params;
+        r.task = s.task;
+        r.kind = s.kind;
+        r.split = s.split;
+        r.seed = i < s.seeds.size() ? s.seeds[i] : i;
+        r.control = s.control;
+        r.metric = s.metric;
+        r.value = s.values[i];
+        r.n_examples = s.n_examples;
+        if (i < s.predictions.size()) r.predictions = s.predictions[i];
+        rows.push_back(std::move(r));
+      }
+      if (s.majority >= 0 && majority_seen.insert({s.task, s.split}).second) {
+        ResultRow m;
+        m.encoder = "majority";
+        m.task = s.task;
+        m.kind = s.kind;
+        m.split = s.split;
+        m.control = "majority";
+        m.metric = "accuracy";
+        m.value = s.majority;
+        m.n_examples = s.n_examples;
+        majority.push_back(std::move(m));
       }
     }
+  }
+  rows.insert(rows.end(), majority.begin(), majority.end());
+  return rows;
+}
+
+std::string CellsCsv(const std::vector<CellResult>& cells) {
+  std::string out =
+      "cell,encoder,arch,size,sgu,params,non_embedding_params,pretrain_steps,pretrain_tokens,"
+      "mlm_loss,mlm_perplexity,pretrain_seconds,finetune_seconds\n";
+  for (const CellResult& c : SortedCells(cells)) {
+    absl::StrAppend(&out, CsvField(c.name), ",", CsvField(c.encoder), ",", c.arch, ",", c.size, ",",
+                    c.sgu, ",", c.params, ",", c.non_embedding_params, ",", c.pretrain_steps, ",",
+                    c.pretrain_tokens, ",", Num(c.mlm_loss), ",", Num(c.mlm_perplexity), ",",
+                    Num(c.pretrain_seconds), ",", Num(c.finetune_seconds), "\n");
   }
   return out;
 }
 
-std::string SummaryCsv(const std::vector<CellResult>& cells) {
-  std::string out =
-      "cell,arch,size,sgu,params,task,kind,split,metric,seeds,median,mean,std,min,max\n";
+std::string CurvesCsv(const std::vector<CellResult>& cells) {
+  std::string out = "cell,step,mlm_loss\n";
   for (const CellResult& c : SortedCells(cells)) {
-    for (const TaskScore& s : c.scores) {
-      const SeedStats st = Summarize(s.values);
-      absl::StrAppend(&out, CsvField(c.name), ",", c.arch, ",", c.size, ",", c.sgu, ",", c.params,
-                      ",", CsvField(s.task), ",", s.kind, ",", CsvField(s.split), ",", s.metric,
-                      ",", st.n, ",", Num(st.median), ",", Num(st.mean), ",", Num(st.std), ",",
-                      Num(st.min), ",", Num(st.max), "\n");
+    for (const CurvePoint& p : c.curve) {
+      absl::StrAppend(&out, CsvField(c.name), ",", p.step, ",", Num(p.loss), "\n");
     }
   }
   return out;
@@ -242,244 +238,263 @@ std::string SummaryCsv(const std::vector<CellResult>& cells) {
 
 namespace {
 
-// One size's comparison: mean differences to the Transformer over single- and cross-sentence
-// tasks, for gMLP and aMLP.
-struct SizeFinding {
-  std::string size;
-  Diff g_single, g_cross, a_single, a_cross;
+// The rows of one encoder (or control) on one task split, grouped for intervals.
+struct RunGroup {
+  std::string encoder, size, task, kind, split, control, metric;
+  int64_t params = 0;
+  SeedRuns runs;
 };
 
-// Title, description, setup list and the plot.
+// Groups rows by (encoder, size, task, split, control), in table order; the first metric of a
+// task split only (as the verdicts do).
+std::vector<RunGroup> GroupRows(const std::vector<ResultRow>& rows) {
+  std::vector<RunGroup> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, size_t>
+      index;
+  std::map<std::pair<std::string, std::string>, std::string> metric;
+  for (const ResultRow& r : rows) {
+    if (!r.reported) continue;
+    auto m = metric.emplace(std::make_pair(r.task, r.split), r.metric).first;
+    if (m->second != r.metric) continue;
+    auto [it, fresh] = index.emplace(std::make_tuple(r.encoder, r.size, r.task, r.split, r.control),
+                                     groups.size());
+    if (fresh) {
+      RunGroup g{r.encoder, r.size, r.task, r.kind, r.split, r.control, r.metric, r.params, {}};
+      g.runs.proportion = r.metric == "accuracy";
+      g.runs.pairing_key = r.task + "/" + r.split;
+      groups.push_back(std::move(g));
+    }
+    SeedRuns& runs = groups[it->second].runs;
+    runs.values.push_back(r.value);
+    runs.n_examples.push_back(r.n_examples);
+    runs.correct.push_back(r.correct);
+  }
+  for (RunGroup& g : groups) {  // per-example data only when every seed has it
+    bool all = g.runs.proportion;
+    for (const auto& c : g.runs.correct) all = all && !c.empty();
+    if (!all) g.runs.correct.clear();
+  }
+  return groups;
+}
+
+// The 95% interval of a group's mean over seeds (seeds and examples resampled).
+Interval MeanInterval(const SeedRuns& runs) { return BootstrapContrast({{1.0, &runs}}); }
+
+std::string PointsInterval(const Interval& i) {
+  return absl::StrFormat("%.1f [%.1f, %.1f]", 100 * i.estimate, 100 * i.lo, 100 * i.hi);
+}
+
+std::string RowLabel(const RunGroup& g) {
+  if (g.control == "majority") return "*majority class*";
+  std::string label = absl::StrCat(model::ArchLabel(g.encoder), "-", g.size);
+  if (g.control == "second_only") absl::StrAppend(&label, " *(second segment only)*");
+  return label;
+}
+
+}  // namespace
+
+std::string SummaryCsv(const std::vector<ResultRow>& rows) {
+  std::string out =
+      "encoder,size,params,task,kind,split,control,metric,seeds,n_examples,mean,median,std,min,"
+      "max,ci95_lo,ci95_hi,ci_method\n";
+  for (const RunGroup& g : GroupRows(rows)) {
+    const SeedStats st = Summarize(g.runs.values);
+    const Interval ci = MeanInterval(g.runs);
+    absl::StrAppend(&out, CsvField(g.encoder), ",", g.size, ",", g.params, ",", CsvField(g.task),
+                    ",", g.kind, ",", CsvField(g.split), ",", g.control, ",", g.metric, ",", st.n,
+                    ",", g.runs.n_examples.empty() ? 0 : g.runs.n_examples.front(), ",",
+                    Num(st.mean), ",", Num(st.median), ",", Num(st.std), ",", Num(st.min), ",",
+                    Num(st.max), ",", Num(ci.lo), ",", Num(ci.hi), ",", CsvField(ci.method), "\n");
+  }
+  return out;
+}
+
+std::vector<StageTiming> CellTimings(const std::vector<CellResult>& cells) {
+  std::vector<StageTiming> stages;
+  std::map<std::string, StageTiming> finetune;  // per task (and control), over cells
+  std::vector<std::string> order;
+  for (const CellResult& c : SortedCells(cells)) {
+    stages.push_back({absl::StrCat("pretraining ", c.name), c.pretrain_seconds,
+                      static_cast<double>(c.pretrain_tokens), "tokens"});
+    for (const TaskScore& s : c.scores) {
+      const std::string key =
+          absl::StrCat("finetuning ", s.task, s.control == "none" ? "" : " (second segment only)");
+      if (finetune.count(key) == 0) order.push_back(key);
+      StageTiming& t = finetune[key];
+      t.stage = key;
+      t.seconds += s.seconds;
+      // Training examples over every epoch and seed; the time includes evaluating.
+      t.work += static_cast<double>(s.train_examples * static_cast<int64_t>(s.values.size()));
+      t.unit = "training examples";
+    }
+  }
+  for (const std::string& k : order) stages.push_back(finetune[k]);
+  return stages;
+}
+
+namespace {
+
 void AppendSetup(const ReportContext& context, const std::string& plot_basename, std::string* md) {
   *md = "# Accuracy vs parameters: Transformer, gMLP, aMLP\n\n";
   absl::StrAppend(
       md,
-      "Each cell of the grid is an encoder at a size, MLM-pretrained on the same shards for the "
-      "same number of steps, then finetuned on every task with each seed. Scores are the "
-      "best-epoch value of the reported split, in points (x100); `median ± std` is over seeds. "
-      "This reproduces the experiment of \"Pay Attention to MLPs\" (Liu et al. 2021, Fig. 4 and "
-      "Table 4) at a far smaller scale.\n\n");
-
-  absl::StrAppend(md, "## Setup\n\n");
+      "Each cell of the grid is an encoder at a size, MLM-pretrained on the same shards with the "
+      "same recipe, then finetuned on every task with each seed. Scores are the reported split's "
+      "value at the epoch chosen on a different split, in points (x100): the mean over seeds "
+      "with its 95% interval, which resamples both the seeds and the test examples "
+      "(study/stats.h). Every number below is computed from `results.csv`. This reproduces the "
+      "experiment of \"Pay Attention to MLPs\" (Liu et al. 2021, Fig. 4 and Table 4) at a far "
+      "smaller scale.\n\n## Setup\n\n");
   for (const auto& [k, v] : context.settings.items()) {
     absl::StrAppend(md, "- ", k, ": ", v.is_string() ? v.get<std::string>() : v.dump(), "\n");
   }
+  for (const std::string& note : context.notes) absl::StrAppend(md, "- ", note, "\n");
   if (context.total_seconds > 0) {
     absl::StrAppend(md, "- wall time of this invocation: ",
                     absl::StrFormat("%.1f min", context.total_seconds / 60), "\n");
   }
-  absl::StrAppend(md, "\n![accuracy vs parameters](", plot_basename, ".png)\n\n");
-  absl::StrAppend(md, "Files: `results.csv` (every seed), `summary.csv`, `", plot_basename,
-                  ".png` / `", plot_basename, ".svg` (gnuplot script `plot/", plot_basename,
-                  ".gp`).\n\n");
+  absl::StrAppend(md, "\n![accuracy vs parameters](", plot_basename, ".png)\n\n",
+                  "![held-out MLM loss while pretraining](learning_curves.png)\n\n",
+                  "Files: `results.csv` (every seed, control and majority row; per-seed "
+                  "predictions under `cells/`), `summary.csv` (means and intervals), `cells.csv`, "
+                  "`curves.csv`, the plots (gnuplot scripts under `plot/`).\n\n");
 }
 
-// One row per finetuned cell: median ± std per task, then the majority-class row.
-void AppendScores(const std::vector<CellResult>& cells, const std::vector<const TaskScore*>& tasks,
-                  std::string* md) {
+// Stage, seconds, share of the total, rate.
+void AppendTimings(const ReportContext& context, std::string* md) {
+  if (context.stages.empty()) return;
+  double total = 0;
+  for (const StageTiming& t : context.stages) total += t.seconds;
+  absl::StrAppend(md, "## Where the time went\n\n| stage | wall time | share | rate |\n",
+                  "|---|---:|---:|---:|\n");
+  double pretrain = 0;
+  for (const StageTiming& t : context.stages) {
+    if (absl::StartsWith(t.stage, "pretraining")) pretrain += t.seconds;
+    const std::string rate = t.work > 0 && t.seconds > 0
+                                 ? absl::StrFormat("%.0f %s/s", t.work / t.seconds, t.unit)
+                                 : std::string("–");
+    absl::StrAppend(md, "| ", t.stage, " | ", absl::StrFormat("%.1f min", t.seconds / 60), " | ",
+                    absl::StrFormat("%.0f%%", total > 0 ? 100 * t.seconds / total : 0), " | ", rate,
+                    " |\n");
+  }
+  absl::StrAppend(md, "\nPretraining took ",
+                  absl::StrFormat("%.0f%%", total > 0 ? 100 * pretrain / total : 0),
+                  " of the recorded stage time (", absl::StrFormat("%.1f min", total / 60),
+                  ", summed over every invocation that did the work).\n\n");
+}
+
+// Rows: each (size, encoder), the controls, the majority class; columns: the task splits.
+void AppendScores(const std::vector<RunGroup>& groups, std::string* md) {
+  std::vector<std::pair<std::string, std::string>> columns;  // task, split
+  std::vector<std::string> rows;
+  std::map<std::pair<std::string, std::pair<std::string, std::string>>, const RunGroup*> cell;
+  std::map<std::pair<std::string, std::string>, const RunGroup*> first;
+  std::vector<const RunGroup*> ordered;
+  for (const RunGroup& g : groups) ordered.push_back(&g);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const RunGroup* a, const RunGroup* b) {
+    auto rank = [](const RunGroup* g) {
+      return std::make_tuple(g->control == "majority", SizeRank(g->size), g->control != "none",
+                             model::ArchRank(g->encoder));
+    };
+    return rank(a) < rank(b);
+  });
+  for (const RunGroup* g : ordered) {
+    const auto ts = std::make_pair(g->task, g->split);
+    if (first.emplace(ts, g).second) columns.push_back(ts);
+    const std::string label = RowLabel(*g);
+    if (std::find(rows.begin(), rows.end(), label) == rows.end()) rows.push_back(label);
+    cell[{label, ts}] = g;
+  }
   absl::StrAppend(md, "## Finetuning scores\n\n| encoder | params |");
-  for (const TaskScore* t : tasks) {
-    absl::StrAppend(md, " ", t->task, " (", t->kind, ", ", t->split, " ", t->metric, ") |");
+  for (const auto& ts : columns) {
+    const RunGroup* g = first[ts];
+    absl::StrAppend(md, " ", g->task, " (", g->kind, ", ", g->split, " ", g->metric, ") |");
   }
   absl::StrAppend(md, "\n|---|---:|");
-  for (size_t i = 0; i < tasks.size(); ++i) absl::StrAppend(md, "---:|");
+  for (size_t i = 0; i < columns.size(); ++i) absl::StrAppend(md, "---:|");
   absl::StrAppend(md, "\n");
-  for (const CellResult& c : cells) {
-    if (c.scores.empty()) continue;
-    absl::StrAppend(md, "| ", c.name, " | ", Params(c.params), " |");
-    for (const TaskScore* t : tasks) {
-      const TaskScore* s = FindScore(c, t->task);
-      if (s == nullptr || s->values.empty()) {
-        absl::StrAppend(md, " – |");
+  for (const std::string& label : rows) {
+    std::string params = "";
+    std::string line;
+    for (const auto& ts : columns) {
+      auto it = cell.find({label, ts});
+      if (it == cell.end()) {
+        absl::StrAppend(&line, " – |");
         continue;
       }
-      const SeedStats st = Summarize(s->values);
-      absl::StrAppend(md, " ", Pts(st.median), " ± ", Pts(st.std), " |");
+      if (it->second->params > 0) params = Params(it->second->params);
+      absl::StrAppend(&line, " ",
+                      it->second->control == "majority"
+                          ? Pts(it->second->runs.values.front())
+                          : PointsInterval(MeanInterval(it->second->runs)),
+                      " |");
     }
-    absl::StrAppend(md, "\n");
+    absl::StrAppend(md, "| ", label, " | ", params, " |", line, "\n");
   }
-  bool any_majority = false;
-  for (const TaskScore* t : tasks) any_majority = any_majority || t->majority >= 0;
-  if (any_majority) {
-    absl::StrAppend(md, "| *majority class* | |");
-    for (const TaskScore* t : tasks) {
-      absl::StrAppend(md, " ", t->majority >= 0 ? Pts(t->majority) : std::string("–"), " |");
-    }
-    absl::StrAppend(md,
-                    "\n\n*majority class*: the score of always answering the reported "
-                    "split's most frequent label; a cell at that level has learned nothing "
-                    "usable for the task.\n");
-  }
+  absl::StrAppend(
+      md,
+      "\n*majority class*: always answering the reported split's most frequent label. "
+      "*second segment only*: the Transformer trained and scored on the second segment alone "
+      "(hypothesis-only for NLI). A cross-sentence comparison is judged only where the "
+      "Transformer beats both by more than its interval.\n\n");
 }
 
-// The finding's tables: per size and task the medians and differences to the Transformer, then
-// per size the mean differences. Returns the per-size means.
-std::vector<SizeFinding> AppendFindingTables(const std::vector<CellResult>& cells,
-                                             const std::vector<const TaskScore*>& tasks,
-                                             std::string* md) {
-  absl::StrAppend(md, "\n## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
+// The verdicts (study/verdict.h) and a plain summary of the pattern verdicts.
+void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
+  absl::StrAppend(md, "## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
   absl::StrAppend(
       md,
       "The paper's pattern: at equal size gMLP matches the Transformer on single-sentence tasks "
       "(SST-2) but trails it on cross-sentence tasks (MNLI), and aMLP (gMLP with a tiny "
-      "attention) closes or reverses that gap. Below, `gMLP − T` is the difference of seed "
-      "medians in points; `±` is the seed spread sqrt(std_a² + std_b²) (for a group of tasks: "
-      "that of the mean). `n/a (floor)`: one of the two cells is within a point of the "
-      "majority-class score, so the difference says nothing about the architectures and is "
-      "left out of the verdict.\n\n");
-  std::set<std::string> sizes_seen;
-  std::vector<std::string> sizes;
-  for (const CellResult& c : cells) {
-    if (sizes_seen.insert(c.size).second) sizes.push_back(c.size);
+      "attention) closes or reverses that gap; on the alignment probe, the hypothesis predicts "
+      "gMLP near the others on the aligned version and behind them on the shifted one. Gaps are "
+      "encoder minus Transformer in points with 95% intervals; a verdict needs an interval that "
+      "excludes zero.\n\n");
+  auto verdicts = ComputeVerdicts(rows);
+  if (!verdicts.ok()) {
+    absl::StrAppend(md, "No verdicts: ", verdicts.status().message(), "\n\n");
+    return;
   }
-  absl::StrAppend(md, "| size | task | kind | Transformer | gMLP | aMLP | gMLP − T | aMLP − T |\n");
-  absl::StrAppend(md, "|---|---|---|---:|---:|---:|---:|---:|\n");
-  std::vector<SizeFinding> findings;
-  for (const std::string& size : sizes) {
-    const CellResult* t = FindCell(cells, "transformer", size);
-    const CellResult* g = FindCell(cells, "gmlp", size);
-    const CellResult* a = FindCell(cells, "amlp", size);
-    if (t == nullptr || (g == nullptr && a == nullptr)) continue;
-    std::vector<Diff> gs, gc, as, ac;
-    for (const TaskScore* task : tasks) {
-      const TaskScore* st = FindScore(*t, task->task);
-      const TaskScore* sg = g ? FindScore(*g, task->task) : nullptr;
-      const TaskScore* sa = a ? FindScore(*a, task->task) : nullptr;
-      if (st == nullptr) continue;
-      const Diff dg = DiffOf(sg, st), da = DiffOf(sa, st);
-      auto med = [](const TaskScore* s) {
-        return s && !s->values.empty() ? Pts(Summarize(s->values).median) : std::string("–");
-      };
-      absl::StrAppend(md, "| ", size, " | ", task->task, " | ", task->kind, " | ", med(st), " | ",
-                      med(sg), " | ", med(sa), " | ", DiffText(dg), " | ", DiffText(da), " |\n");
-      (task->kind == "single" ? gs : gc).push_back(dg);
-      (task->kind == "single" ? as : ac).push_back(da);
-    }
-    findings.push_back({size, MeanDiff(gs), MeanDiff(gc), MeanDiff(as), MeanDiff(ac)});
-  }
-  absl::StrAppend(md,
-                  "\n| size | gMLP − T, single | gMLP − T, cross | aMLP − T, single | aMLP − T, "
-                  "cross |\n|---|---:|---:|---:|---:|\n");
-  for (const SizeFinding& f : findings) {
-    absl::StrAppend(md, "| ", f.size, " | ", DiffText(f.g_single), " | ", DiffText(f.g_cross),
-                    " | ", DiffText(f.a_single), " | ", DiffText(f.a_cross), " |\n");
-  }
-  absl::StrAppend(md, "\n");
-  return findings;
+  absl::StrAppend(md, FormatVerdicts(*verdicts), "\n");
+  std::map<std::string, int> count;
+  for (const PatternVerdict& p : verdicts->patterns) ++count[p.verdict];
+  absl::StrAppend(md, "**Plainly:** of ", verdicts->patterns.size(),
+                  " pattern verdicts (per size: cross_vs_single, amlp_closes_gap, "
+                  "probe_alignment), ",
+                  count["holds"], " hold, ", count["does not hold"], " go against the paper, ",
+                  count["not resolved"], " are not resolved by the intervals and ",
+                  count["cannot judge"],
+                  " cannot be judged (the baseline did not clear its floors).\n\n");
 }
 
-// (a) of the paper's pattern: gMLP's deficit is larger on cross-sentence tasks than on
-// single-sentence ones. Sets *holds.
-std::string GapText(const SizeFinding& f, bool* holds) {
-  const double gap = f.g_cross.value - f.g_single.value;
-  const double gap_spread =
-      std::sqrt(f.g_cross.spread * f.g_cross.spread + f.g_single.spread * f.g_single.spread);
-  std::string a_text;
-  *holds = false;
-  if (gap < -gap_spread) {
-    *holds = true;
-    a_text = absl::StrCat(
-        "gMLP trails the Transformer more on cross-sentence tasks than on "
-        "single-sentence ones (by ",
-        Pts(-gap), " points, spread ", Pts(gap_spread), ")");
-  } else if (gap > gap_spread) {
-    a_text = absl::StrCat("gMLP does relatively *better* on cross-sentence tasks (by ", Pts(gap),
-                          " points, spread ", Pts(gap_spread), "), the opposite of the paper");
-  } else {
-    a_text = absl::StrCat("the cross- vs single-sentence difference of gMLP − T (", SignedPts(gap),
-                          " points) is within the seed spread (", Pts(gap_spread), ")");
-  }
-  return a_text;
-}
-
-// (b): aMLP gains over gMLP on cross-sentence tasks. Sets *holds.
-std::string GainText(const SizeFinding& f, bool* holds) {
-  std::string b_text;
-  *holds = false;
-  if (f.a_cross.ok) {
-    const double gain = f.a_cross.value - f.g_cross.value;
-    const double gain_spread =
-        std::sqrt(f.a_cross.spread * f.a_cross.spread + f.g_cross.spread * f.g_cross.spread);
-    if (gain > gain_spread) {
-      *holds = true;
-      b_text = absl::StrCat("aMLP gains ", Pts(gain),
-                            " points over gMLP on cross-sentence tasks "
-                            "(spread ",
-                            Pts(gain_spread), ")");
-    } else {
-      b_text = absl::StrCat("aMLP vs gMLP on cross-sentence tasks: ", SignedPts(gain),
-                            " points, not beyond the spread (", Pts(gain_spread), ")");
-    }
-  } else {
-    b_text = "no aMLP cell at this size";
-  }
-  return b_text;
-}
-
-// The verdict per size, then the plain summary over sizes.
-void AppendVerdicts(const std::vector<SizeFinding>& findings, std::string* md) {
-  int appears = 0, judged = 0;
-  for (const SizeFinding& f : findings) {
-    if (!f.g_single.ok || !f.g_cross.ok) {
-      absl::StrAppend(md, "- **", f.size,
-                      "**: cannot judge (needs gMLP and the Transformer above the majority-class "
-                      "floor on both a single-sentence and a cross-sentence task).\n");
-      continue;
-    }
-    ++judged;
-    bool a_holds = false, b_holds = false;
-    const std::string a_text = GapText(f, &a_holds);
-    const std::string b_text = GainText(f, &b_holds);
-    const bool holds = a_holds && b_holds;
-    appears += holds;
-    absl::StrAppend(
-        md, "- **", f.size, "**: ", a_text, "; ", b_text, ". Pattern ",
-        holds ? "**appears**" : (a_holds || b_holds ? "**partly appears**" : "**does not appear**"),
-        " at this size.\n");
-  }
-  absl::StrAppend(md, "\n**Plainly:** ");
-  const int sizes_run = static_cast<int>(findings.size());
-  if (judged == 0) {
-    absl::StrAppend(md,
-                    "not enough cells finished above the majority-class floor to judge the "
-                    "paper's pattern.\n");
-  } else {
-    if (appears == judged) {
-      absl::StrAppend(md,
-                      "the paper's pattern (gMLP weaker on cross-sentence tasks, fixed by a "
-                      "tiny attention) appears at every size ",
-                      judged < sizes_run ? "that could be judged" : "run here");
-    } else if (appears > 0) {
-      absl::StrAppend(md, "the paper's pattern appears at ", appears, " of the ", judged,
-                      " sizes that could be judged, not at the others");
-    } else {
-      absl::StrAppend(md,
-                      "the paper's pattern does not appear at the scale run here (tiny models, "
-                      "short pretraining, small finetuning sets: differences are mostly "
-                      "within seed noise)");
-    }
-    if (judged < sizes_run) {
-      absl::StrAppend(md, "; ", sizes_run - judged, " of ", sizes_run,
-                      " sizes could not be judged (cells at the majority-class floor)");
-    }
-    absl::StrAppend(md, ".\n");
-  }
-}
-
-// Every cell's held-out MLM loss and perplexity, and the SGU variants' order vs the paper's.
+// Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.
 void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
-  absl::StrAppend(md, "\n## Held-out MLM perplexity\n\n");
+  absl::StrAppend(md, "## Held-out MLM perplexity\n\n");
   absl::StrAppend(md,
                   "Masked-token cross-entropy on the shards' validation split, the same masked "
-                  "positions for every cell. The paper's SGU ablation (Table 3) orders the "
-                  "variants split < multiplicative < additive < linear (lower is better).\n\n");
+                  "positions for every cell; the curve columns are the loss while pretraining "
+                  "(`curves.csv`, plotted above): a curve that flattens early at a high loss "
+                  "has learned little beyond word frequencies. The paper's SGU ablation (Table 3) "
+                  "orders the variants split < multiplicative < "
+                  "additive < linear (lower is better).\n\n");
   absl::StrAppend(md,
-                  "| encoder | arch | SGU | params | pretrain steps | MLM loss | perplexity |\n");
-  absl::StrAppend(md, "|---|---|---|---:|---:|---:|---:|\n");
+                  "| encoder | SGU | params | pretraining tokens | loss at 1/4, 1/2, 3/4 of the "
+                  "steps | final MLM loss | perplexity |\n|---|---|---:|---:|---|---:|---:|\n");
   for (const CellResult& c : cells) {
-    absl::StrAppend(md, "| ", c.name, " | ", model::ArchLabel(c.arch), " | ",
-                    c.sgu.empty() ? "–" : c.sgu, " | ", Params(c.params), " | ", c.pretrain_steps,
-                    " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
+    std::vector<std::string> marks;
+    for (double f : {0.25, 0.5, 0.75}) {
+      const CurvePoint* best = nullptr;
+      for (const CurvePoint& p : c.curve) {
+        if (best == nullptr ||
+            std::abs(p.step - f * c.pretrain_steps) < std::abs(best->step - f * c.pretrain_steps)) {
+          best = &p;
+        }
+      }
+      marks.push_back(best ? absl::StrFormat("%.2f", best->loss) : std::string("–"));
+    }
+    absl::StrAppend(md, "| ", c.name, " | ", c.sgu.empty() ? "–" : c.sgu, " | ", Params(c.params),
+                    " | ", absl::StrFormat("%.2fM", c.pretrain_tokens / 1e6), " | ",
+                    absl::StrJoin(marks, ", "), " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
                     absl::StrFormat("%.1f", c.mlm_perplexity), " |\n");
   }
   std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
@@ -510,14 +525,15 @@ void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
 
 }  // namespace
 
-std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const ReportContext& context,
+std::string ReportMarkdown(const std::vector<CellResult>& unsorted,
+                           const std::vector<ResultRow>& rows, const ReportContext& context,
                            const std::string& plot_basename) {
   const std::vector<CellResult> cells = SortedCells(unsorted);
-  const std::vector<const TaskScore*> tasks = TaskOrder(cells);
   std::string md;
   AppendSetup(context, plot_basename, &md);
-  AppendScores(cells, tasks, &md);
-  AppendVerdicts(AppendFindingTables(cells, tasks, &md), &md);
+  AppendTimings(context, &md);
+  AppendScores(GroupRows(rows), &md);
+  AppendVerdicts(rows, &md);
   AppendPerplexity(cells, &md);
   return md;
 }
@@ -525,16 +541,25 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted, const Report
 absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const ReportContext& context,
                                const std::string& dir) {
   GMLP_RETURN_IF_ERROR(MakeDirs(dir));
-  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "results.csv"), ResultsCsv(cells)));
-  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "summary.csv"), SummaryCsv(cells)));
+  const std::string results = JoinPath(dir, "results.csv");
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(results, FormatResultsTable(ResultRows(cells))));
+  // Everything below is computed from the file as written (and the predictions it names).
+  GMLP_ASSIGN_OR_RETURN(const std::vector<ResultRow> rows, ReadResultsTable(results));
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "summary.csv"), SummaryCsv(rows)));
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "cells.csv"), CellsCsv(cells)));
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "curves.csv"), CurvesCsv(cells)));
   const std::string basename = "accuracy_vs_params";
-  std::string md = ReportMarkdown(cells, context, basename);
-  absl::Status plot = WritePlot(cells, JoinPath(dir, "plot"), basename);
+  std::string md = ReportMarkdown(cells, rows, context, basename);
+  const std::string plot_dir = JoinPath(dir, "plot");
+  absl::Status plot = WritePlot(rows, plot_dir, basename);
+  if (plot.ok()) plot = WriteCurvesPlot(cells, plot_dir, "learning_curves");
   if (plot.ok()) {
-    for (const char* ext : {".png", ".svg"}) {
-      auto bytes = ReadFile(JoinPath(JoinPath(dir, "plot"), basename + ext));
-      if (bytes.ok()) {
-        GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, basename + ext), *bytes));
+    for (const std::string name : {basename, std::string("learning_curves")}) {
+      for (const char* ext : {".png", ".svg"}) {
+        auto bytes = ReadFile(JoinPath(plot_dir, name + ext));
+        if (bytes.ok()) {
+          GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, name + ext), *bytes));
+        }
       }
     }
   } else {

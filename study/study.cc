@@ -8,16 +8,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
 #include "data/loader.h"
+#include "data/manifest.h"
 #include "data/prepare.h"
 #include "finetune/finetune.h"
 #include "finetune/metrics.h"
@@ -31,9 +35,10 @@
 #include "pretrain/mlm_eval.h"
 #include "pretrain/pretrained.h"
 #include "pretrain/run.h"
+#include "study/probe.h"
 #include "study/report.h"
 #include "study/tasks.h"
-#include "tokenizer/byte_source.h"
+#include "tokenizer/corpus_reader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::study {
@@ -42,6 +47,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr char kRedo[] = "delete it to redo that step";
+constexpr char kBaseline[] = "transformer";  // the encoder the others are compared with
 
 // Progress lines: "[study 12:34 elapsed] ...".
 class Progress {
@@ -62,6 +68,7 @@ class Progress {
 // One cell of the grid, with the pretraining configuration it runs.
 struct CellSpec {
   std::string name;
+  std::string encoder;  // the results table's encoder: the arch, or "amlp-attn16"
   std::string arch;
   std::string size;
   std::string sgu;  // "" for encoders without an SGU
@@ -81,6 +88,8 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
     GMLP_ASSIGN_OR_RETURN(pc.model, pretrain::ApplyModelOverrides(pc.model, c.model_overrides));
   }
   if (!sgu.empty()) pc.model.sgu = sgu;
+  if (pc.model.arch == "transformer") pc.model.pre_ln = c.transformer_pre_ln;
+  if (pc.model.arch == "amlp") pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[0]);
   pretrain::TrainConfig& t = pc.train;
   t.steps = c.pretrain_steps;
   t.global_batch = c.pretrain_batch;
@@ -88,7 +97,9 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
   t.lr = c.pretrain_lr;
   t.warmup_steps = std::min(c.pretrain_warmup, c.pretrain_steps);
   t.bf16 = c.pretrain_bf16;
-  t.eval_every = 0;
+  // The learning curve: held-out loss at curve_points evenly spaced steps (and the last).
+  t.eval_every = std::max<int64_t>(1, c.pretrain_steps / c.curve_points);
+  t.eval_batches = c.ppl_batches;
   t.checkpoint_every = std::max<int64_t>(50, c.pretrain_steps / 4);
   t.keep_checkpoints = 1;
   t.log_every = std::max<int64_t>(10, c.pretrain_steps / 10);
@@ -104,7 +115,14 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
       const bool has_sgu = spec != nullptr && spec->has_sgu;
       const std::string preset = absl::StrCat(arch, "-", size);
       GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, preset, ""));
-      cells.push_back({preset, arch, size, has_sgu ? "split" : "", std::move(pc), true});
+      cells.push_back({preset, arch, arch, size, has_sgu ? "split" : "", pc, true});
+      if (arch != "amlp") continue;
+      for (size_t i = 1; i < c.amlp_attn_sizes.size(); ++i) {  // the other attention widths
+        const std::string suffix = absl::StrCat("attn", c.amlp_attn_sizes[i]);
+        pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[i]);
+        cells.push_back({absl::StrCat(preset, "-", suffix), absl::StrCat("amlp-", suffix), arch,
+                         size, "split", pc, true});
+      }
     }
   }
   if (!c.sizes.empty()) {
@@ -113,8 +131,8 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
       if (v == "split") continue;  // that is the main gMLP cell
       GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc,
                             CellPretrainConfig(c, absl::StrCat("gmlp-", size), v));
-      cells.push_back(
-          {absl::StrCat("gmlp-", size, "-sgu-", v), "gmlp", size, v, std::move(pc), false});
+      cells.push_back({absl::StrCat("gmlp-", size, "-sgu-", v), absl::StrCat("gmlp-sgu-", v),
+                       "gmlp", size, v, std::move(pc), false});
     }
   }
   return cells;
@@ -143,39 +161,46 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config) {
   return WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n");
 }
 
-// The first `mb` MB of decompressed text of `corpus` (plain, .gz or .xz, read in process), cut
-// after a document end (a WikiExtractor "</doc>" line or a blank line), written atomically.
-absl::Status ExtractCorpus(const std::string& corpus, int64_t mb, const std::string& out) {
-  if (!PathExists(corpus)) {
-    return absl::NotFoundError(absl::StrCat(
-        corpus, ": corpus not found; pass --corpus=<text/.xz/.gz> (relative to --data_dir)"));
+// study.json's "timings": each stage's wall time, work and share of the total (not part of the
+// fingerprint).
+absl::Status RecordTimings(const StudyConfig& config, const std::vector<StageTiming>& stages) {
+  double total = 0;
+  for (const StageTiming& t : stages) total += t.seconds;
+  nlohmann::json j = config.ToJson();
+  j["timings"] = nlohmann::json::array();
+  for (const StageTiming& t : stages) {
+    j["timings"].push_back({{"stage", t.stage},
+                            {"seconds", t.seconds},
+                            {"work", t.work},
+                            {"unit", t.unit},
+                            {"per_second", t.seconds > 0 ? t.work / t.seconds : 0.0},
+                            {"share", total > 0 ? t.seconds / total : 0.0}});
   }
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::ByteSource> in,
-                        tokenizer::ByteSource::Open(corpus));
+  return WriteFileAtomic(JoinPath(config.output, "study.json"), j.dump(2) + "\n");
+}
+
+// The documents of `corpus` before `stop_before` (the held-out tail), the first `mb` MB of them
+// when mb > 0 (cut at a document end), as plain text: a piece per line and a blank line between
+// documents, which CorpusReader reads back as the same documents. Written atomically.
+absl::Status ExtractCorpus(const std::string& corpus, int64_t mb, int64_t stop_before,
+                           const std::string& out) {
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::CorpusReader> reader,
+                        tokenizer::CorpusReader::Open(corpus));
   const int64_t limit = mb > 0 ? mb << 20 : INT64_MAX;
-  std::string text, line;
-  std::vector<char> buf(1 << 16);
-  bool done = false;
-  while (!done) {
-    GMLP_ASSIGN_OR_RETURN(const size_t n, in->Read(buf.data(), buf.size()));
-    if (n == 0) break;
-    size_t begin = 0;
-    while (begin < n && !done) {
-      const void* nl = std::memchr(buf.data() + begin, '\n', n - begin);
-      if (nl == nullptr) {  // the line continues in the next read
-        line.append(buf.data() + begin, n - begin);
-        break;
-      }
-      const size_t end = static_cast<const char*>(nl) - buf.data() + 1;
-      line.append(buf.data() + begin, end - begin);
-      begin = end;
-      text += line;
-      const bool doc_end = absl::StartsWith(line, "</doc>") || line == "\n";
-      line.clear();
-      done = static_cast<int64_t>(text.size()) >= limit && doc_end;
+  std::string text, piece;
+  int64_t document = -1;
+  bool new_document = false;
+  for (;;) {
+    GMLP_ASSIGN_OR_RETURN(const bool got, reader->Next(&piece, &new_document));
+    if (!got) break;
+    if (new_document) {
+      ++document;
+      if (document >= stop_before || static_cast<int64_t>(text.size()) >= limit) break;
+      if (document > 0) text += "\n";
     }
+    text += piece;
+    text += "\n";
   }
-  text += line;  // a last line without a newline
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(corpus, ": no text read"));
   return WriteFileAtomic(out, text);
 }
@@ -184,43 +209,141 @@ absl::Status ExtractCorpus(const std::string& corpus, int64_t mb, const std::str
 struct StudyData {
   std::string tokenizer_model;
   std::string shard_dir;
+  std::string probe_dir;  // the alignment probe's task specs, when a probe task runs
 };
 
-// Corpus extract, tokenizer, shards; each skipped when already there.
-absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress& progress) {
+bool UsesProbe(const StudyConfig& config) {
+  for (const std::string& t : config.tasks) {
+    if (IsProbeTask(t)) return true;
+  }
+  return false;
+}
+
+// The data stages' wall times, kept in data/stages.json across invocations (a resumed study
+// reports the stages an earlier invocation ran).
+class StageLog {
+ public:
+  explicit StageLog(std::string path) : path_(std::move(path)) {
+    auto j = ReadJsonFile(path_, kRedo);
+    if (!j.ok()) return;
+    for (const auto& t : *j) {
+      stages_.push_back({t.value("stage", ""), t.value("seconds", 0.0), t.value("work", 0.0),
+                         t.value("unit", "")});
+    }
+  }
+  // Runs `stage` and records its time; `work` is read after it ran.
+  absl::Status Time(const std::string& name, const std::function<absl::Status()>& stage,
+                    const double* work = nullptr, const std::string& unit = "") {
+    const auto t0 = Clock::now();
+    GMLP_RETURN_IF_ERROR(stage());
+    stages_.push_back({name, std::chrono::duration<double>(Clock::now() - t0).count(),
+                       work != nullptr ? *work : 0.0, unit});
+    nlohmann::json j = nlohmann::json::array();
+    for (const StageTiming& t : stages_) {
+      j.push_back({{"stage", t.stage}, {"seconds", t.seconds}, {"work", t.work}, {"unit", t.unit}});
+    }
+    return WriteFileAtomic(path_, j.dump(2) + "\n");
+  }
+  const std::vector<StageTiming>& stages() const { return stages_; }
+
+ private:
+  std::string path_;
+  std::vector<StageTiming> stages_;
+};
+
+absl::Status ExtractStage(const StudyConfig& config, const std::string& corpus,
+                          const std::string& corpus_txt, const Progress& progress) {
+  GMLP_ASSIGN_OR_RETURN(const CorpusHoldout holdout,
+                        FindCorpusHoldout(corpus, config.holdout_fraction));
+  progress(absl::StrCat(
+      "extracting ", config.corpus_mb > 0 ? absl::StrCat(config.corpus_mb, " MB") : "all", " of ",
+      config.corpus, " before its held-out last ",
+      holdout.documents - holdout.first_holdout_document, " of ", holdout.documents, " documents"));
+  return ExtractCorpus(corpus, config.corpus_mb, holdout.first_holdout_document, corpus_txt);
+}
+
+absl::Status TokenizerStage(const StudyConfig& config, const std::string& corpus_txt,
+                            const std::string& data_out, const Progress& progress) {
+  progress(absl::StrCat("training the tokenizer (vocab ", config.vocab_size, ")"));
+  tokenizer::TrainOptions to;
+  to.inputs = {corpus_txt};
+  to.model_prefix = JoinPath(data_out, "tokenizer");
+  to.vocab_size = config.vocab_size;
+  to.input_sentence_size = 300000;
+  return tokenizer::Train(to);
+}
+
+absl::Status ShardStage(const StudyConfig& config, const std::string& corpus_txt,
+                        const StudyData& d, const Progress& progress, double* tokens) {
+  progress(absl::StrCat("preparing shards (seq_len ", config.seq_len, ")"));
+  data::PrepareOptions po;
+  po.input = {corpus_txt};
+  po.tokenizer = d.tokenizer_model;
+  po.output = d.shard_dir;
+  po.seq_len = config.seq_len;
+  po.valid_fraction = 0.02;
+  po.progress = false;
+  GMLP_ASSIGN_OR_RETURN(const data::PrepareResult r, data::Prepare(po));
+  *tokens =
+      static_cast<double>(r.manifest.Totals("train").tokens + r.manifest.Totals("valid").tokens);
+  return absl::OkStatus();
+}
+
+absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, const StudyData& d,
+                        const Progress& progress) {
+  progress("generating the alignment probe from the held-out documents");
+  ProbeOptions po;
+  po.corpus = corpus;
+  po.output = d.probe_dir;
+  po.holdout_fraction = config.holdout_fraction;
+  po.train_examples = config.probe_train_examples;
+  po.dev_examples = config.probe_dev_examples;
+  po.test_examples = config.probe_test_examples;
+  po.max_sentence_bytes = config.probe_max_sentence_bytes;
+  po.tokenizer = d.tokenizer_model;
+  po.max_len = config.finetune.max_len;
+  return WriteProbe(po).status();
+}
+
+// Corpus extract (without the held-out tail), tokenizer, shards, probe; each skipped when
+// already there.
+absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress& progress,
+                                      StageLog* log) {
   const std::string data_out = JoinPath(config.output, "data");
   GMLP_RETURN_IF_ERROR(MakeDirs(data_out));
   const std::string corpus_txt = JoinPath(data_out, "corpus.txt");
-  StudyData d{config.tokenizer, config.shards};
+  StudyData d{config.tokenizer, config.shards, ""};
+  const std::string corpus = finetune::ResolveDataPath(config.data_dir, config.corpus);
+  if (!PathExists(corpus)) {
+    return absl::NotFoundError(absl::StrCat(
+        corpus, ": corpus not found; pass --corpus=<text/.xz/.gz> (relative to --data_dir)"));
+  }
   if ((d.tokenizer_model.empty() || d.shard_dir.empty()) && !PathExists(corpus_txt)) {
-    progress(absl::StrCat("extracting ", config.corpus_mb, " MB of ", config.corpus));
-    GMLP_RETURN_IF_ERROR(ExtractCorpus(finetune::ResolveDataPath(config.data_dir, config.corpus),
-                                       config.corpus_mb, corpus_txt));
+    GMLP_RETURN_IF_ERROR(log->Time(
+        "corpus extract", [&] { return ExtractStage(config, corpus, corpus_txt, progress); }));
   }
   if (d.tokenizer_model.empty()) {
     d.tokenizer_model = JoinPath(data_out, "tokenizer.model");
     if (!PathExists(d.tokenizer_model)) {
-      progress(absl::StrCat("training the tokenizer (vocab ", config.vocab_size, ")"));
-      tokenizer::TrainOptions to;
-      to.inputs = {corpus_txt};
-      to.model_prefix = JoinPath(data_out, "tokenizer");
-      to.vocab_size = config.vocab_size;
-      to.input_sentence_size = 300000;
-      GMLP_RETURN_IF_ERROR(tokenizer::Train(to));
+      GMLP_RETURN_IF_ERROR(log->Time("tokenizer training", [&] {
+        return TokenizerStage(config, corpus_txt, data_out, progress);
+      }));
     }
   }
   if (d.shard_dir.empty()) {
     d.shard_dir = JoinPath(data_out, "shards");
     if (!PathExists(JoinPath(d.shard_dir, "manifest.json"))) {
-      progress(absl::StrCat("preparing shards (seq_len ", config.seq_len, ")"));
-      data::PrepareOptions po;
-      po.input = {corpus_txt};
-      po.tokenizer = d.tokenizer_model;
-      po.output = d.shard_dir;
-      po.seq_len = config.seq_len;
-      po.valid_fraction = 0.02;
-      po.progress = false;
-      GMLP_RETURN_IF_ERROR(data::Prepare(po).status());
+      double tokens = 0;
+      GMLP_RETURN_IF_ERROR(log->Time(
+          "shards", [&] { return ShardStage(config, corpus_txt, d, progress, &tokens); }, &tokens,
+          "tokens"));
+    }
+  }
+  if (UsesProbe(config)) {
+    d.probe_dir = JoinPath(data_out, "probe");
+    if (!PathExists(JoinPath(d.probe_dir, "probe.json"))) {
+      GMLP_RETURN_IF_ERROR(log->Time("alignment probe generation",
+                                     [&] { return ProbeStage(config, corpus, d, progress); }));
     }
   }
   return d;
@@ -256,6 +379,23 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
   return eval.loss;
 }
 
+// The held-out loss curve of a pretraining run: its metrics.jsonl "eval" records.
+absl::StatusOr<std::vector<CurvePoint>> ReadCurve(const std::string& run_dir) {
+  const std::string path = JoinPath(run_dir, "metrics.jsonl");
+  GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  std::vector<CurvePoint> curve;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (r.is_discarded()) {
+      return absl::DataLossError(absl::StrCat(path, ": a line is not JSON; ", kRedo));
+    }
+    if (r.value("type", "") == "eval") {
+      curve.push_back({r.value("step", int64_t{0}), r.value("eval_loss", 0.0)});
+    }
+  }
+  return curve;
+}
+
 // Pretrains the cell (resumable by the pretrainer's own checkpoints) and measures its held-out
 // loss, unless pretrain_done.json says that was done; fills the pretraining part of `r`.
 absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, const CellSpec& cell,
@@ -282,19 +422,39 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
         nlohmann::json({{"mlm_loss", r->mlm_loss}, {"seconds", r->pretrain_seconds}}).dump(2)));
   }
   r->mlm_perplexity = std::exp(r->mlm_loss);
+  GMLP_ASSIGN_OR_RETURN(r->curve, ReadCurve(pre_dir));
   GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(pre_dir));
   const model::ParamCount pcount = model::CountParameters(pre.config);
   r->params = pcount.total;
   r->non_embedding_params = pcount.non_embedding();
+  r->pretrain_tokens = config.pretrain_steps * config.pretrain_batch * pre.config.max_seq_len;
   progress(absl::StrCat(where, ": ", r->params, " parameters, held-out MLM perplexity ",
                         r->mlm_perplexity));
   return absl::OkStatus();
 }
 
+// `path` relative to `base` when it lies under it (results.csv names files relative to its
+// folder), else unchanged.
+std::string RelativeTo(const std::string& path, const std::string& base) {
+  const std::string prefix = base.empty() || base.back() == '/' ? base : base + "/";
+  return absl::StartsWith(path, prefix) ? path.substr(prefix.size()) : path;
+}
+
+// Data rows of a TSV with a header line.
+absl::StatusOr<int64_t> CountTsvRows(const std::string& path) {
+  GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  int64_t lines = std::count(text.begin(), text.end(), '\n');
+  if (!text.empty() && text.back() != '\n') ++lines;
+  return std::max<int64_t>(0, lines - 1);
+}
+
 // The study's score of one task from a finetuning result: each seed's best-epoch value of the
-// reported split and the task's primary metric.
-absl::StatusOr<TaskScore> ScoreOf(const StudyTask& task, const finetune::TaskSpec& spec,
-                                  const finetune::FinetuneResult& res, const std::string& where) {
+// reported split and the task's primary metric, with the seed's predictions file (relative to
+// the study's output) and the split's size.
+absl::StatusOr<TaskScore> ScoreOf(const StudyConfig& config, const StudyTask& task,
+                                  const finetune::TaskSpec& spec,
+                                  const finetune::FinetuneResult& res,
+                                  const std::string& job_output, const std::string& where) {
   TaskScore score;
   score.task = task.name;
   score.kind = task.kind;
@@ -312,18 +472,27 @@ absl::StatusOr<TaskScore> ScoreOf(const StudyTask& task, const finetune::TaskSpe
     }
     score.seeds.push_back(s.seed);
     score.values.push_back(split->second.at(score.metric));
+    const std::string pred =
+        JoinPath(finetune::SeedPredictionsDir(job_output, s.seed), task.report_split + ".tsv");
+    GMLP_ASSIGN_OR_RETURN(score.n_examples, CountTsvRows(pred));
+    score.predictions.push_back(RelativeTo(pred, config.output));
   }
   return score;
 }
 
-// Finetunes the cell on one task with every seed, unless its results.json exists.
-absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const std::string& task_name,
+// Finetunes the cell on one task with every seed (on the second segment alone for the
+// "second_only" control), unless its results.json exists.
+absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyData& data,
+                                       const std::string& task_name, const std::string& control,
                                        const std::string& cell_dir, const std::string& where,
                                        const Progress& progress) {
   GMLP_ASSIGN_OR_RETURN(StudyTask task, FindStudyTask(task_name));
-  finetune::FinetuneJob job = StudyTaskJob(task, config.data_dir);
+  finetune::FinetuneJob job = StudyTaskJob(task, config.data_dir, data.probe_dir);
+  const bool second_only = control == "second_only";
+  job.second_segment_only = second_only;
   job.init = JoinPath(cell_dir, "pretrain");
-  job.output = JoinPath(JoinPath(cell_dir, "ft"), task.name);
+  job.output =
+      JoinPath(JoinPath(cell_dir, "ft"), second_only ? task.name + "-second-only" : task.name);
   job.seeds = config.seeds;
   job.max_train_examples = config.max_train_examples;
   job.max_eval_examples = config.max_eval_examples;
@@ -333,27 +502,56 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const std::str
   GMLP_ASSIGN_OR_RETURN(finetune::TaskSpec spec, finetune::ResolveTask(job));
   const std::string results_json = JoinPath(job.output, finetune::kResultsFile);
   finetune::FinetuneResult res;
+  const auto t0 = Clock::now();
   if (PathExists(results_json)) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(results_json, kRedo));
     GMLP_ASSIGN_OR_RETURN(res, finetune::FinetuneResult::FromJson(j));
   } else {
-    progress(
-        absl::StrCat(where, ": finetuning ", task.name, " x ", config.seeds.size(), " seed(s)"));
+    progress(absl::StrCat(where, ": finetuning ", task.name,
+                          second_only ? " (second segment only)" : "", " x ", config.seeds.size(),
+                          " seed(s)"));
     GMLP_ASSIGN_OR_RETURN(res, finetune::RunFinetune(job));
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(
+        JoinPath(job.output, "seconds.json"),
+        nlohmann::json({{"seconds", std::chrono::duration<double>(Clock::now() - t0).count()}})
+            .dump()));
   }
-  GMLP_ASSIGN_OR_RETURN(TaskScore score, ScoreOf(task, spec, res, results_json));
+  GMLP_ASSIGN_OR_RETURN(TaskScore score,
+                        ScoreOf(config, task, spec, res, job.output, results_json));
+  score.control = control;
+  auto seconds = ReadJsonFile(JoinPath(job.output, "seconds.json"), kRedo);
+  if (seconds.ok()) score.seconds = seconds->value("seconds", 0.0);
+  score.train_examples = res.train_examples * config.finetune.epochs;  // per seed
   const finetune::SeedStats st = finetune::Summarize(score.values);
-  progress(absl::StrCat(where, ": ", task.name, " ", task.report_split, " ", score.metric,
-                        " median ", st.median, " (std ", st.std, ")"));
+  progress(absl::StrCat(where, ": ", task.name, second_only ? " (second segment only) " : " ",
+                        task.report_split, " ", score.metric, " median ", st.median, " (std ",
+                        st.std, ")"));
   return score;
 }
 
-// A finished cell (cell.json) is reused as long as it covers the tasks asked for now.
-bool Covers(const CellSpec& cell, const CellResult& r, const std::vector<std::string>& tasks) {
-  if (!cell.finetune) return true;
-  for (const std::string& t : tasks) {
+// The (task, control) runs of a cell: every task, plus the second-segment-only control of every
+// pair task for the baseline when controls are on.
+std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& config,
+                                                          const CellSpec& cell) {
+  std::vector<std::pair<std::string, std::string>> runs;
+  if (!cell.finetune) return runs;
+  for (const std::string& t : config.tasks) runs.emplace_back(t, "none");
+  if (config.controls && cell.encoder == kBaseline) {
+    for (const std::string& t : config.tasks) {
+      auto task = FindStudyTask(t);
+      if (task.ok() && task->kind != "single") runs.emplace_back(t, "second_only");
+    }
+  }
+  return runs;
+}
+
+// A finished cell (cell.json) is reused as long as it covers the runs asked for now.
+bool Covers(const std::vector<std::pair<std::string, std::string>>& runs, const CellResult& r) {
+  for (const auto& [task, control] : runs) {
     bool found = false;
-    for (const TaskScore& s : r.scores) found |= absl::EqualsIgnoreCase(s.task, t);
+    for (const TaskScore& s : r.scores) {
+      found |= absl::EqualsIgnoreCase(s.task, task) && s.control == control;
+    }
     if (!found) return false;
   }
   return true;
@@ -365,10 +563,11 @@ absl::StatusOr<CellResult> RunCell(const StudyConfig& config, const StudyData& d
                                    const Progress& progress) {
   const std::string cell_dir = JoinPath(JoinPath(config.output, "cells"), cell.name);
   const std::string done = JoinPath(cell_dir, "cell.json");
+  const auto runs = CellRuns(config, cell);
   if (PathExists(done)) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(done, kRedo));
     GMLP_ASSIGN_OR_RETURN(CellResult r, CellResult::FromJson(j));
-    if (Covers(cell, r, config.tasks)) {
+    if (Covers(runs, r)) {
       progress(absl::StrCat(where, ": done earlier, skipped"));
       return r;
     }
@@ -376,46 +575,88 @@ absl::StatusOr<CellResult> RunCell(const StudyConfig& config, const StudyData& d
   GMLP_RETURN_IF_ERROR(MakeDirs(cell_dir));
   CellResult r;
   r.name = cell.name;
+  r.encoder = cell.encoder;
   r.arch = cell.arch;
   r.size = cell.size;
   r.sgu = cell.sgu;
   r.pretrain_steps = config.pretrain_steps;
   GMLP_RETURN_IF_ERROR(PretrainCell(config, data, cell, cell_dir, where, progress, &r));
-  if (cell.finetune) {
-    const auto t0 = Clock::now();
-    for (const std::string& task_name : config.tasks) {
-      GMLP_ASSIGN_OR_RETURN(TaskScore score,
-                            FinetuneTask(config, task_name, cell_dir, where, progress));
-      r.scores.push_back(std::move(score));
-    }
-    r.finetune_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (const auto& [task, control] : runs) {
+    GMLP_ASSIGN_OR_RETURN(TaskScore score,
+                          FinetuneTask(config, data, task, control, cell_dir, where, progress));
+    r.finetune_seconds += score.seconds;
+    r.scores.push_back(std::move(score));
   }
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(done, r.ToJson().dump(2) + "\n"));
   return r;
 }
 
-// The report's setup section.
-ReportContext Context(const StudyConfig& config, const StudyData& data, double seconds) {
+// "<dir> (seq_len n, N train tokens: each cell pretrains on x epochs of them)".
+std::string ShardsSetting(const std::string& shard_dir, const StudyConfig& config) {
+  auto manifest = data::ReadManifest(JoinPath(shard_dir, "manifest.json"));
+  if (!manifest.ok()) return absl::StrCat(shard_dir, " (seq_len ", config.seq_len, ")");
+  const int64_t train = manifest->Totals("train").tokens;
+  const double seen = static_cast<double>(config.pretrain_steps * config.pretrain_batch) *
+                      static_cast<double>(manifest->seq_len);
+  return absl::StrFormat(
+      "%s (seq_len %d, %.2fM train tokens; a cell's %d x %d sequences are "
+      "%.2f passes over them)",
+      shard_dir, manifest->seq_len, train / 1e6, config.pretrain_steps, config.pretrain_batch,
+      train > 0 ? seen / static_cast<double>(train) : 0);
+}
+
+// The report's setup section: settings, notes on the recipe, and the per-stage times.
+ReportContext Context(const StudyConfig& config, const StudyData& data,
+                      const std::vector<CellSpec>& cells, double seconds) {
   ReportContext ctx;
   ctx.total_seconds = seconds;
+  const std::string corpus_part =
+      config.corpus_mb > 0 ? absl::StrCat("first ", config.corpus_mb, " MB") : "all";
   ctx.settings = {
-      {"corpus", absl::StrCat(config.corpus, " (first ", config.corpus_mb, " MB)")},
+      {"corpus", absl::StrCat(config.corpus, " (", corpus_part,
+                              " of the documents before the "
+                              "held-out last ",
+                              config.holdout_fraction * 100, "%)")},
       {"tokenizer", absl::StrCat(data.tokenizer_model, " (vocab ", config.vocab_size, ")")},
-      {"shards", absl::StrCat(data.shard_dir, " (seq_len ", config.seq_len, ")")},
+      {"shards", ShardsSetting(data.shard_dir, config)},
       {"pretraining",
        absl::StrCat(config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
                     config.pretrain_lr, ", warmup ", config.pretrain_warmup,
-                    config.pretrain_bf16 ? ", bf16 autocast" : ", fp32", " (same for every cell)")},
+                    config.pretrain_bf16 ? ", bf16 autocast" : ", fp32",
+                    " (the same recipe for every cell)")},
       {"finetuning",
        absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size, ", lr ",
-                    config.finetune.lr, ", max_len ", config.finetune.max_len, ", train subset ",
+                    config.finetune.lr, ", max_len ", config.finetune.max_len,
+                    config.finetune.bf16 ? ", bf16 autocast" : ", fp32", ", train subset ",
                     config.max_train_examples, ", eval subset ", config.max_eval_examples,
-                    " (0 = all)")},
+                    " (0 = all); tasks without a second labelled split select the epoch on "
+                    "examples held out from train")},
       {"seeds", absl::StrJoin(config.seeds, ",")},
       {"tasks", absl::StrJoin(config.tasks, ", ") +
-                    " (MNLI-like = train on the 9k MNLI subset, report XNLI English test; not "
-                    "MNLI-m/mm)"},
+                    " (MNLI-like = train on the 9k MNLI subset, report all of XNLI English test; "
+                    "not MNLI-m/mm)"},
       {"model_overrides", config.model_overrides.empty() ? "none" : config.model_overrides}};
+  if (config.transformer_pre_ln) {
+    ctx.notes.push_back(
+        "The Transformer baseline is pre-LN (with a final LayerNorm), the same recipe as the "
+        "other encoders: BERT's post-LN Transformer-mini collapsed to the majority class at this "
+        "scale in the study's earlier default run.");
+  }
+  for (const CellSpec& c : cells) {
+    if (c.arch != "amlp" || !c.finetune) continue;
+    ctx.notes.push_back(absl::StrFormat(
+        "%s: tiny attention %d wide at d_model %d (1/%.0f; the paper's aMLPs use 64 at "
+        "d_model 512-1024, 1/8-1/16)",
+        c.name, c.pretrain.model.attn_size, c.pretrain.model.d_model,
+        static_cast<double>(c.pretrain.model.d_model) / c.pretrain.model.attn_size));
+  }
+  if (UsesProbe(config)) {
+    ctx.notes.push_back(
+        absl::StrCat("alignment probe (study/probe.h): ", config.probe_train_examples, "/",
+                     config.probe_dev_examples, "/", config.probe_test_examples,
+                     " train/dev/test pairs per version from the held-out documents; details in ",
+                     JoinPath(data.probe_dir, "probe.json")));
+  }
   return ctx;
 }
 
@@ -427,7 +668,8 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   const std::string& out = config.output;
   GMLP_RETURN_IF_ERROR(MakeDirs(out));
   GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
-  GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress));
+  StageLog log(JoinPath(JoinPath(out, "data"), "stages.json"));
+  GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
   GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -435,7 +677,11 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
     GMLP_ASSIGN_OR_RETURN(CellResult r, RunCell(config, data, cells[i], where, progress));
     results.push_back(std::move(r));
   }
-  absl::Status st = WriteStudyOutputs(results, Context(config, data, progress.Seconds()), out);
+  ReportContext context = Context(config, data, cells, progress.Seconds());
+  context.stages = log.stages();
+  for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
+  GMLP_RETURN_IF_ERROR(RecordTimings(config, context.stages));
+  absl::Status st = WriteStudyOutputs(results, context, out);
   if (!st.ok()) progress(absl::StrCat("warning: ", st.message()));
   const std::string report = JoinPath(out, "report.md");
   progress(absl::StrCat("done: report ", report, ", results ", JoinPath(out, "results.csv"),

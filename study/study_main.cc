@@ -20,14 +20,18 @@ constexpr char kUsage[] =
     "same steps, held-out perplexity and finetuning on each task with k seeds. Resumable: "
     "re-run the same command to continue. Writes results.csv, summary.csv, report.md and "
     "accuracy_vs_params.{png,svg}. The defaults take about 30 minutes on 2 cores. --smoke "
-    "starts from the smoke preset; flags given with it still win. --tokenizer names an "
-    "existing .model.";
+    "starts from the smoke preset and --config=FILE from a settings file; flags given with "
+    "them still win. --tokenizer names an existing .model.";
 
 // Registers every flag of `gmlp study`, bound to `c`.
-void AddStudyFlags(study::StudyConfig* c, bool* smoke, FlagSet* flags) {
+void AddStudyFlags(study::StudyConfig* c, bool* smoke, std::string* config_file, FlagSet* flags) {
   flags->Add("smoke", smoke,
              "start from the smoke preset: a two-cell grid with a few steps (minutes) that checks "
              "the whole pipeline end to end");
+  flags->Add("config", config_file,
+             "a JSON file of study settings (keys = these flag names, \"finetune\": {...}), "
+             "applied over the defaults (or --smoke); flags given still win. Named ones: "
+             "study/configs/cpu-3h.json, study/configs/gpu-base.json");
   study::StudyConfig::ForEachField(*c, [&](const char* name, auto& field, const char* help) {
     // --bf16 (below) sets pretraining's and finetuning's autocast together.
     if (std::string(name) != "pretrain_bf16") flags->Add(name, &field, help);
@@ -56,13 +60,16 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, FlagSet* flags) {
 int StudyMain(int argc, char** argv) {
   study::StudyConfig c;
   bool smoke = false;
+  std::string config_file;
   FlagSet flags(argv[0], kUsage);
-  AddStudyFlags(&c, &smoke, &flags);
+  AddStudyFlags(&c, &smoke, &config_file, &flags);
   ParseSubcommandFlags(flags, argc, argv);
-  if (smoke) {
-    // The preset replaces the defaults; the flags given on the command line are set again over it.
+  if (smoke || !config_file.empty()) {
+    // Defaults, then the preset, then the file; the flags given on the command line are set
+    // again over them.
     c = study::StudyConfig();
-    absl::Status st = study::ApplyStudyPreset("smoke", &c);
+    absl::Status st = smoke ? study::ApplyStudyPreset("smoke", &c) : absl::OkStatus();
+    if (st.ok() && !config_file.empty()) st = study::ApplyStudyConfigFile(config_file, &c);
     if (st.ok()) st = flags.Reapply();
     if (!st.ok()) return Fail(argv[0], st);
   }

@@ -4,20 +4,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
+#include "study/probe.h"
 
 namespace gmlp::study {
 namespace {
 
 const std::vector<StudyTask>& StudyTaskTable() {
   static const auto* t = new std::vector<StudyTask>{
-      // name          GLUE task  task spec                            kind      reported split
-      {"SST-2", "SST-2", "", "single", "dev"},
-      {"CoLA", "CoLA", "", "single", "dev"},
-      {"MNLI-like", "", "finetune/tasks/MNLI-like.json", "cross", "xnli_en_test"},
-      {"SICK", "", "finetune/tasks/SICK.json", "cross", "test"},
-      {"RTE", "RTE", "", "cross", "dev"},
-      {"SNLI-subset", "", "finetune/tasks/SNLI-subset.json", "cross", "dev"},
-      {"STS-B", "STS-B", "", "cross", "dev"},
+      // name        GLUE task  task spec                             kind    reported  select
+      {"SST-2", "SST-2", "", "single", "dev", 1000},
+      {"CoLA", "CoLA", "", "single", "dev", 1000},
+      {"MNLI-like", "", "finetune/tasks/MNLI-like.json", "cross", "xnli_en_test", 0},
+      {"SICK", "", "finetune/tasks/SICK.json", "cross", "test", 0},
+      {"RTE", "RTE", "", "cross", "dev", 250},
+      {"SNLI-subset", "", "finetune/tasks/SNLI-subset.json", "cross", "dev", 0},
+      {"STS-B", "STS-B", "", "cross", "dev", 500},
+      {kProbeAlignedTask, "", "aligned/task.json", "probe", "test", 0},
+      {kProbeShiftedTask, "", "shifted/task.json", "probe", "test", 0},
   };
   return *t;
 }
@@ -38,11 +41,20 @@ std::vector<std::string> StudyTaskNames() {
   return out;
 }
 
-finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root) {
+bool IsProbeTask(const std::string& name) {
+  return absl::EqualsIgnoreCase(name, kProbeAlignedTask) ||
+         absl::EqualsIgnoreCase(name, kProbeShiftedTask);
+}
+
+finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root,
+                                   const std::string& probe_dir) {
   finetune::FinetuneJob job;
   job.task = task.glue_task;
   job.task_spec = task.task_spec;
-  if (!task.task_spec.empty() && !PathExists(task.task_spec)) {
+  job.select_from_train = task.select_from_train;
+  if (IsProbeTask(task.name)) {
+    job.task_spec = JoinPath(probe_dir, task.task_spec);
+  } else if (!task.task_spec.empty() && !PathExists(task.task_spec)) {
     // Relative to the repo root: found from the build directory (build/gmlp) or the source
     // tree this was built from when the study runs elsewhere (tests).
     const std::string beside = JoinPath(JoinPath(ExecutableDir(), ".."), task.task_spec);

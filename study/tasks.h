@@ -4,6 +4,7 @@
 #ifndef GMLP_STUDY_TASKS_H_
 #define GMLP_STUDY_TASKS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,16 @@ struct StudyTask {
   std::string name;       // "SST-2", "MNLI-like", ...
   std::string glue_task;  // a GLUE task name, or
   std::string task_spec;  // a task spec file (relative to the repo root or absolute)
-  std::string kind;       // single | cross
+  std::string kind;       // single | cross | probe
   std::string report_split;
+  // > 0: training examples held out to select the epoch (FinetuneJob::select_from_train), for
+  // tasks whose one labelled eval split is the reported one.
+  int64_t select_from_train = 0;
 };
+
+// The alignment probe's tasks (probe-aligned, probe-shifted): their specs are generated into
+// the study's data folder.
+bool IsProbeTask(const std::string& name);
 
 // The built-in study tasks: SST-2 and CoLA (single); MNLI-like (train MNLI subset, report XNLI
 // English test), SICK, RTE, SNLI-subset and STS-B (cross).
@@ -27,9 +35,10 @@ absl::StatusOr<StudyTask> FindStudyTask(const std::string& name);
 std::vector<std::string> StudyTaskNames();
 
 // The finetuning job of `task` with its data under `data_root`: the task (GLUE name or the
-// spec file, found from the build or source tree when relative), and data_root. The caller
-// fills init, output, seeds and options.
-finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root);
+// spec file, found from the build or source tree when relative; probe tasks under `probe_dir`),
+// data_root and select_from_train. The caller fills init, output, seeds and options.
+finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root,
+                                   const std::string& probe_dir);
 
 }  // namespace gmlp::study
 

@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "finetune/encode.h"
+#include "finetune/finetune.h"
 #include "finetune/reader.h"
 #include "finetune/task.h"
 
@@ -214,6 +215,37 @@ TEST_F(ReaderTest, QnliRteWnliLayouts) {
   EXPECT_EQ(q.examples[1].label, 1);
   EXPECT_EQ(read_in("RTE", "rte", false).examples[0].label, 1);
   EXPECT_EQ(read_in("WNLI", "wnli", false).examples[0].label, 1);
+}
+
+// The hypothesis-only control: a pair task read as a single-sentence task over its second
+// segment, and the held-out selection split put first.
+TEST_F(ReaderTest, SecondSegmentOnlyAndSelectionFromTrain) {
+  Write("rte/train.tsv",
+        "index\tsentence1\tsentence2\tlabel\n0\tNo Weapons of Mass Destruction Found in Iraq "
+        "Yet.\tWeapons of Mass Destruction Found in Iraq.\tnot_entailment\n");
+  auto second = SecondSegmentOnly(Glue("RTE"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->is_pair());
+  auto r = ReadSplit(*second, second->train, JoinPath(dir_, "rte"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->examples[0].text_a, "Weapons of Mass Destruction Found in Iraq.");
+  EXPECT_EQ(r->examples[0].text_b, "");
+  EXPECT_EQ(r->examples[0].label, 1);
+  auto single = SecondSegmentOnly(Glue("SST-2"));
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(single.status().message().find("single-sentence"), std::string::npos);
+
+  FinetuneJob job;
+  job.task = "RTE";
+  job.second_segment_only = true;
+  job.select_from_train = 10;
+  auto task = ResolveTask(job);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_FALSE(task->is_pair());
+  ASSERT_EQ(task->eval.size(), 2u);
+  EXPECT_EQ(task->eval[0].name, kTrainHeldoutSplit);
+  EXPECT_EQ(task->eval[0].file, task->train.file);
+  EXPECT_EQ(task->eval[1].name, "dev");
 }
 
 TEST_F(ReaderTest, MalformedRowNamesFileAndLine) {

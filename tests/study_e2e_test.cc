@@ -1,8 +1,9 @@
-// End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards,
-// pretraining, perplexity, finetuning on SST-2 and MNLI-like with two seeds) writes
-// results.csv, report.md and the plot, and resumes without redoing finished cells; then
-// `gmlp finetune` from one of its pretrained encoders writes results, dev predictions, the GLUE
-// submission file and a model that `gmlp predict` loads.
+// End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards, the
+// alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
+// MNLI-like and both probe versions with two seeds, the Transformer's second-segment-only
+// controls) writes results.csv with every seed's predictions, report.md and the plots, and resumes
+// without redoing finished cells; then `gmlp finetune` from one of its pretrained encoders writes
+// results, dev predictions, the GLUE submission file and a model that `gmlp predict` loads.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 #include "finetune/finetune.h"
 #include "finetune/saved_model.h"
 #include "study/config.h"
+#include "study/results_table.h"
 #include "study/study.h"
 
 namespace gmlp::finetune {
@@ -79,16 +81,37 @@ std::string* EndToEndTest::report_ = nullptr;
 void EndToEndTest::StudyWritesCsvReportAndPlot() {
   const std::string out = config_->output;
   EXPECT_EQ(*report_, JoinPath(out, "report.md"));
-  // 2 cells x 2 tasks x 2 seeds + header.
+  // 2 cells x 4 tasks x 2 seeds, the Transformer's second-segment-only control on the 3 pair
+  // tasks x 2 seeds, one majority row per task, the header.
   const std::vector<std::string> rows = Lines(JoinPath(out, "results.csv"));
-  EXPECT_EQ(rows.size(), 2u * 2 * 2 + 1);
+  EXPECT_EQ(rows.size(), 2u * 4 * 2 + 3 * 2 + 4 + 1);
+  // Every seed's predictions are there and match the table (ReadResultsTable checks counts).
+  auto table = study::ReadResultsTable(JoinPath(out, "results.csv"));
+  ASSERT_TRUE(table.ok()) << table.status();
+  for (const study::ResultRow& r : *table) {
+    if (r.control == "majority") continue;
+    EXPECT_EQ(static_cast<int64_t>(r.correct.size()), r.n_examples) << r.predictions;
+    EXPECT_GT(r.n_examples, 0);
+  }
   auto md = ReadFile(*report_);
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("## Finding"), std::string::npos);
-  EXPECT_NE(md->find("| tiny | SST-2 | single |"), std::string::npos) << *md;
-  EXPECT_NE(md->find("| tiny | MNLI-like | cross |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| tiny | MNLI-like | xnli_en_test | gmlp |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| tiny | probe-shifted | test | gmlp |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("Transformer-tiny *(second segment only)*"), std::string::npos) << *md;
   EXPECT_NE(md->find("Plainly:"), std::string::npos);
+  EXPECT_NE(md->find("## Where the time went"), std::string::npos);
   EXPECT_NE(md->find("## Held-out MLM perplexity"), std::string::npos);
+  // SST-2's epoch is selected on examples held out from train, not on the reported dev.
+  auto sst = ReadFile(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
+  ASSERT_TRUE(sst.ok());
+  EXPECT_EQ(nlohmann::json::parse(*sst)["selection_split"], "train_heldout");
+  // The learning curve: curve_points evaluations while pretraining.
+  EXPECT_EQ(Lines(JoinPath(out, "curves.csv")).size(), 2u * 2 + 1);
+  auto study_json = ReadFile(JoinPath(out, "study.json"));
+  ASSERT_TRUE(study_json.ok());
+  EXPECT_GT(nlohmann::json::parse(*study_json)["timings"].size(), 4u);
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     for (const char* f : {"accuracy_vs_params.png", "accuracy_vs_params.svg"}) {
       auto size = FileSize(JoinPath(out, f));
@@ -113,7 +136,7 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   EXPECT_EQ(MTimeNs(done_t), t_before);  // finished cell untouched
   EXPECT_EQ(MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json")), sst_before);
   EXPECT_GT(MTimeNs(done_g), 0);  // the interrupted cell was finished
-  EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 2u * 2 * 2 + 1);
+  EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 2u * 4 * 2 + 3 * 2 + 4 + 1);
   // Other settings in the same directory are refused with a clear message.
   StudyConfig other = *config_;
   other.pretrain_steps += 1;
@@ -144,6 +167,7 @@ void EndToEndTest::FinetuneThenPredict() {
   const std::vector<std::string> dev = Lines(JoinPath(job.output, "predictions/dev.tsv"));
   EXPECT_EQ(dev.size(), 51u);
   EXPECT_EQ(dev[0], "index\tprediction\tlabel");
+  EXPECT_EQ(Lines(JoinPath(job.output, "predictions/seed-4/dev.tsv")).size(), 51u);
   const std::vector<std::string> sub = Lines(JoinPath(job.output, "submission/SST-2.tsv"));
   ASSERT_EQ(sub.size(), 1822u);  // header + every test sentence
   EXPECT_EQ(sub[0], "index\tprediction");

@@ -1,23 +1,45 @@
-// The study's outputs from made-up cell results: CSV rows, the finding section's arithmetic and
-// verdicts, the perplexity ordering statement, and the gnuplot rendering to PNG and SVG.
+// The study's outputs from made-up cells and a synthetic results.csv: the table rows (seeds,
+// controls, majority rows), the verdicts the report computes from results.csv with a known gap,
+// per-stage times, the perplexity ordering statement, and the gnuplot rendering.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "study/plot.h"
 #include "study/report.h"
+#include "study/results_table.h"
 
 namespace gmlp::study {
 namespace {
+
+TaskScore Score(const std::string& task, const std::string& kind, const std::string& split,
+                double value, double majority, const std::string& control = "none") {
+  TaskScore s;
+  s.task = task;
+  s.kind = kind;
+  s.split = split;
+  s.metric = "accuracy";
+  s.seeds = {1, 2, 3};
+  s.values = {value - 0.005, value, value + 0.005};
+  s.majority = majority;
+  s.control = control;
+  s.n_examples = 5000;
+  s.train_examples = 6000;
+  s.seconds = 40;
+  return s;
+}
 
 CellResult Cell(const std::string& arch, const std::string& size, int64_t params, double sst,
                 double nli, const std::string& sgu = "", double ppl = 50) {
   CellResult c;
   c.arch = arch;
+  c.encoder = arch;
   c.size = size;
   c.sgu = sgu.empty() && arch != "transformer" ? "split" : sgu;
   c.name = absl::StrCat(arch, "-", size, sgu.empty() || sgu == "split" ? "" : "-sgu-" + sgu);
@@ -25,10 +47,18 @@ CellResult Cell(const std::string& arch, const std::string& size, int64_t params
   c.mlm_perplexity = ppl;
   c.mlm_loss = std::log(ppl);
   c.pretrain_steps = 100;
+  c.pretrain_tokens = 100 * 32 * 128;
+  c.pretrain_seconds = 60;
+  c.curve = {{25, std::log(ppl) + 3},
+             {50, std::log(ppl) + 2},
+             {75, std::log(ppl) + 1},
+             {100, std::log(ppl)}};
   if (sgu.empty() || sgu == "split") {
-    c.scores.push_back({"SST-2", "single", "dev", "accuracy", {1, 2}, {sst - 0.005, sst + 0.005}});
-    c.scores.push_back(
-        {"MNLI-like", "cross", "xnli_en_test", "accuracy", {1, 2}, {nli - 0.005, nli + 0.005}});
+    c.scores.push_back(Score("SST-2", "single", "dev", sst, 0.509));
+    c.scores.push_back(Score("MNLI-like", "cross", "xnli_en_test", nli, 0.334));
+    if (arch == "transformer") {
+      c.scores.push_back(Score("MNLI-like", "cross", "xnli_en_test", 0.45, 0.334, "second_only"));
+    }
   }
   return c;
 }
@@ -46,87 +76,136 @@ std::vector<CellResult> PaperLike() {
           Cell("gmlp", "tiny", 1100000, 0, 0, "additive", 60)};
 }
 
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
 TEST(StudyReportTest, CellJsonRoundTrip) {
-  const CellResult c = Cell("amlp", "tiny", 123, 0.7, 0.6);
+  CellResult c = Cell("transformer", "tiny", 123, 0.7, 0.6);
+  c.encoder = "transformer";
+  c.scores[0].predictions = {"a/seed-1/dev.tsv", "a/seed-2/dev.tsv", "a/seed-3/dev.tsv"};
   auto back = CellResult::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->ToJson(), c.ToJson());
+  EXPECT_EQ(back->scores[2].control, "second_only");
+  EXPECT_EQ(back->curve.size(), 4u);
+  EXPECT_EQ(back->scores[0].predictions[1], "a/seed-2/dev.tsv");
   EXPECT_FALSE(CellResult::FromJson(nlohmann::json::object()).ok());
 }
 
-TEST(StudyReportTest, ResultsCsvHasOneRowPerSeed) {
-  const std::string csv = ResultsCsv(PaperLike());
-  std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
-  // 6 main cells x 2 tasks x 2 seeds + 3 pretrain-only cells + header.
-  EXPECT_EQ(lines.size(), 6u * 2 * 2 + 3 + 1);
-  EXPECT_EQ(lines[0].substr(0, 9), "cell,arch");
-  EXPECT_NE(csv.find("transformer-tiny,transformer,tiny,,1000000,"), std::string::npos);
-  const std::string summary = SummaryCsv(PaperLike());
-  EXPECT_NE(summary.find("gmlp-tiny,gmlp,tiny,split,1100000,SST-2,single,dev,accuracy,2,0.8,0.8,"),
-            std::string::npos)
-      << summary;
+TEST(StudyReportTest, ResultRowsHaveEverySeedControlAndOneMajorityRowPerSplit) {
+  std::vector<CellResult> cells = PaperLike();
+  cells[2].encoder = "amlp-attn16";
+  const std::vector<ResultRow> rows = ResultRows(cells);
+  // 6 main cells x 2 tasks x 3 seeds, 2 Transformer cells x 1 control x 3 seeds, 2 majority.
+  ASSERT_EQ(rows.size(), 6u * 2 * 3 + 2 * 3 + 2);
+  int controls = 0, majority = 0, attn16 = 0;
+  for (const ResultRow& r : rows) {
+    controls += r.control == "second_only";
+    attn16 += r.encoder == "amlp-attn16";
+    if (r.control == "majority") {
+      ++majority;
+      EXPECT_EQ(r.encoder, "majority");
+      EXPECT_TRUE(r.size.empty());
+    }
+  }
+  EXPECT_EQ(controls, 6);
+  EXPECT_EQ(majority, 2);
+  EXPECT_EQ(attn16, 6);
+  EXPECT_EQ(rows.back().task, "MNLI-like");
+  EXPECT_DOUBLE_EQ(rows.back().value, 0.334);
+  // The table's text reads back to the same rows.
+  auto back = ParseResultsTable(FormatResultsTable(rows), "<test>");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->size(), rows.size());
 }
 
-TEST(StudyReportTest, FindingComputesDifferencesAndStatesPattern) {
-  const std::string md = ReportMarkdown(PaperLike(), ReportContext(), "plot");
-  // tiny: gMLP - T single = 0.0, cross = -10.0; aMLP - T cross = +2.0. Spread: both seeds
-  // differ by 0.01 -> std 0.00707 per cell -> sqrt(2) * 0.707 = 1.0 points.
-  EXPECT_NE(md.find("| tiny | +0.0 ± 1.0 | -10.0 ± 1.0 | +1.0 ± 1.0 | +2.0 ± 1.0 |"),
+TEST(StudyReportTest, SummaryHasMeansAndIntervals) {
+  const std::string summary = SummaryCsv(ResultRows(PaperLike()));
+  const std::vector<std::string> lines = Lines(summary);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("ci95_lo,ci95_hi"), std::string::npos);
+  // Transformer-tiny on MNLI-like: mean 0.6 of 3 seeds on 5000 examples; the interval holds it
+  // and is at most a few points wide.
+  bool found = false;
+  for (const std::string& l : lines) {
+    if (l.rfind("transformer,tiny,1000000,MNLI-like,cross,xnli_en_test,none,", 0) != 0) continue;
+    found = true;
+    std::vector<std::string> f = absl::StrSplit(l, ',');
+    ASSERT_GE(f.size(), 17u);
+    EXPECT_EQ(f[8], "3");
+    EXPECT_DOUBLE_EQ(std::stod(f[10]), 0.6);
+    EXPECT_LT(std::stod(f[15]), 0.6);
+    EXPECT_GT(std::stod(f[16]), 0.6);
+    EXPECT_LT(std::stod(f[16]) - std::stod(f[15]), 0.05);
+  }
+  EXPECT_TRUE(found) << summary;
+}
+
+// The check: a synthetic results.csv with a known gap gives the known verdict in the
+// report (gMLP 10 points behind on the cross-sentence task, level on the single one).
+TEST(StudyReportTest, ReportVerdictsComeFromResultsCsv) {
+  char tmpl[] = "/tmp/gmlp_study_verdict_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = JoinPath(tmpl, "results.csv");
+  ASSERT_TRUE(WriteFileAtomic(path, FormatResultsTable(ResultRows(PaperLike()))).ok());
+  auto rows = ReadResultsTable(path);
+  std::system(absl::StrCat("rm -rf '", tmpl, "'").c_str());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const std::string md = ReportMarkdown({}, *rows, ReportContext(), "plot");
+  EXPECT_NE(md.find("| tiny | MNLI-like | xnli_en_test | gmlp | -10.0 ["), std::string::npos) << md;
+  EXPECT_NE(md.find("| behind |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny | SST-2 | dev | gmlp | +0.0 ["), std::string::npos) << md;
+  EXPECT_NE(md.find("**tiny, cross_vs_single** (gMLP lags the Transformer more on "
+                    "cross-sentence than on single-sentence tasks): holds."),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("Pattern **appears** at this size"), std::string::npos) << md;
-  EXPECT_NE(md.find("appears at every size"), std::string::npos) << md;
+  EXPECT_NE(md.find("**mini, amlp_closes_gap** (aMLP beats gMLP on cross-sentence tasks): holds"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| *majority class* |  | 50.9 | 33.4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Transformer-tiny *(second segment only)* | 1.00M | – | 45.0 ["),
+            std::string::npos)
+      << md;
+
+  // The same table with gMLP level on NLI: the pattern is not resolved, not "holds".
+  std::vector<CellResult> level = PaperLike();
+  level[1].scores[1] = Score("MNLI-like", "cross", "xnli_en_test", 0.60, 0.334);
+  level[4].scores[1] = Score("MNLI-like", "cross", "xnli_en_test", 0.62, 0.334);
+  const std::string md2 = ReportMarkdown({}, ResultRows(level), ReportContext(), "plot");
+  EXPECT_NE(md2.find("**tiny, cross_vs_single** (gMLP lags the Transformer more on "
+                     "cross-sentence than on single-sentence tasks): not resolved."),
+            std::string::npos)
+      << md2;
+}
+
+TEST(StudyReportTest, TimingsShowSharesAndRates) {
+  ReportContext context;
+  context.stages = {{"shards", 10, 1e6, "tokens"}};
+  for (StageTiming& t : CellTimings(PaperLike())) context.stages.push_back(t);
+  // 9 cells x 60 s pretraining; 2 tasks + 1 control x 40 s x their cells of finetuning.
+  const std::string md = ReportMarkdown(PaperLike(), ResultRows(PaperLike()), context, "plot");
+  EXPECT_NE(md.find("| shards | 0.2 min | 1% | 100000 tokens/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pretraining gmlp-tiny | 1.0 min | "), std::string::npos) << md;
+  EXPECT_NE(md.find("| finetuning MNLI-like (second segment only) | 1.3 min |"), std::string::npos)
+      << md;
+  // 540 s pretraining of 10 + 540 + 6 x 40 x 2 + 2 x 40 = 1110 s.
+  EXPECT_NE(md.find("Pretraining took 49% of the recorded stage time"), std::string::npos) << md;
+}
+
+TEST(StudyReportTest, PerplexityTableAndSguOrder) {
+  const std::string md = ReportMarkdown(PaperLike(), {}, ReportContext(), "plot");
   EXPECT_NE(md.find("split < multiplicative < additive < linear. This **matches**"),
             std::string::npos)
       << md;
-}
-
-TEST(StudyReportTest, NoPatternWhenDifferencesAreNoise) {
-  std::vector<CellResult> cells = {Cell("transformer", "tiny", 1000, 0.80, 0.60),
-                                   Cell("gmlp", "tiny", 1000, 0.80, 0.60, "split", 40),
-                                   Cell("amlp", "tiny", 1000, 0.80, 0.60),
+  EXPECT_NE(md.find("| gmlp-tiny | split | 1.10M | 0.41M | 6.91, 5.91, 4.91 | 3.912 | 50.0 |"),
+            std::string::npos)
+      << md;
+  std::vector<CellResult> cells = {Cell("gmlp", "tiny", 1000, 0.8, 0.6, "split", 40),
                                    Cell("gmlp", "tiny", 1000, 0, 0, "linear", 30)};
-  const std::string md = ReportMarkdown(cells, ReportContext(), "plot");
-  EXPECT_NE(md.find("does not appear at the scale run here"), std::string::npos) << md;
-  EXPECT_NE(md.find("linear < split"), std::string::npos) << md;
-  EXPECT_NE(md.find("**does not match**"), std::string::npos) << md;
-}
-
-TEST(StudyReportTest, MajorityClassRowShowsTheFloor) {
-  std::vector<CellResult> cells = PaperLike();
-  for (CellResult& c : cells) {
-    for (TaskScore& s : c.scores) {
-      if (s.task == "MNLI-like") s.majority = 0.334;
-    }
-  }
-  auto back = CellResult::FromJson(cells[0].ToJson());
-  ASSERT_TRUE(back.ok());
-  EXPECT_DOUBLE_EQ(back->scores[1].majority, 0.334);
-  const std::string md = ReportMarkdown(cells, ReportContext(), "plot");
-  EXPECT_NE(md.find("| *majority class* | | – | 33.4 |"), std::string::npos) << md;
-  EXPECT_EQ(ReportMarkdown(PaperLike(), ReportContext(), "plot").find("majority class"),
-            std::string::npos);
-}
-
-// A cell at the majority-class floor learned nothing: a huge "gMLP - T" against it is not the
-// paper's pattern, so that size is not judged.
-TEST(StudyReportTest, CellsAtTheMajorityFloorAreNotEvidence) {
-  std::vector<CellResult> cells = PaperLike();
-  for (CellResult& c : cells) {
-    for (TaskScore& s : c.scores) s.majority = s.task == "SST-2" ? 0.509 : 0.334;
-  }
-  // The mini Transformer failed SST-2: it scores the majority class (both seeds 0.509).
-  cells[3].scores[0].values = {0.509, 0.509};
-  const std::string md = ReportMarkdown(cells, ReportContext(), "plot");
-  EXPECT_NE(md.find("| mini | SST-2 | single | 50.9 | 83.0 | 83.0 | n/a (floor) | n/a (floor) |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("- **mini**: cannot judge"), std::string::npos) << md;
-  EXPECT_NE(md.find("Pattern **appears** at this size"), std::string::npos) << md;  // tiny
-  EXPECT_NE(md.find("appears at every size that could be judged; 1 of 2 sizes could not be "
-                    "judged"),
-            std::string::npos)
-      << md;
+  const std::string md2 = ReportMarkdown(cells, {}, ReportContext(), "plot");
+  EXPECT_NE(md2.find("linear < split"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("**does not match**"), std::string::npos) << md2;
 }
 
 TEST(StudyReportTest, WritesCsvReportAndPlots) {
@@ -139,8 +218,9 @@ TEST(StudyReportTest, WritesCsvReportAndPlots) {
     GTEST_SKIP() << "gnuplot is not installed: " << st;
   }
   ASSERT_TRUE(st.ok()) << st;
-  for (const char* f : {"results.csv", "summary.csv", "report.md", "accuracy_vs_params.png",
-                        "accuracy_vs_params.svg", "plot/accuracy_vs_params.gp"}) {
+  for (const char* f : {"results.csv", "summary.csv", "cells.csv", "curves.csv", "report.md",
+                        "accuracy_vs_params.png", "accuracy_vs_params.svg", "learning_curves.png",
+                        "plot/accuracy_vs_params.gp"}) {
     auto size = FileSize(JoinPath(dir, f));
     ASSERT_TRUE(size.ok()) << f;
     EXPECT_GT(*size, 100) << f;
@@ -148,10 +228,17 @@ TEST(StudyReportTest, WritesCsvReportAndPlots) {
   auto png = ReadFile(JoinPath(dir, "accuracy_vs_params.png"));
   ASSERT_TRUE(png.ok());
   EXPECT_EQ(png->substr(1, 3), "PNG");
+  auto gp = ReadFile(JoinPath(dir, "plot/accuracy_vs_params.gp"));
+  ASSERT_TRUE(gp.ok());
+  // The parameter axis is labelled with the cells' counts; the floors are drawn.
+  EXPECT_NE(gp->find("'1.00M' 1000000"), std::string::npos) << *gp;
+  EXPECT_NE(gp->find("title 'majority class'"), std::string::npos);
+  EXPECT_NE(gp->find("title 'second segment only (Transformer)'"), std::string::npos);
   auto svg = ReadFile(JoinPath(dir, "accuracy_vs_params.svg"));
   ASSERT_TRUE(svg.ok());
   EXPECT_NE(svg->find("<svg"), std::string::npos);
   EXPECT_NE(svg->find("MNLI-like"), std::string::npos);
+  EXPECT_EQ(Lines(*ReadFile(JoinPath(dir, "curves.csv"))).size(), 9u * 4 + 1);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 

@@ -1,0 +1,84 @@
+// The study's settings files: --config=FILE merges a JSON object of flag names over the
+// defaults, bad keys and types are one clear error naming the file, and the shipped named
+// configurations (study/configs/*.json) read and validate.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "study/config.h"
+
+namespace gmlp::study {
+namespace {
+
+TEST(StudyConfigTest, MergeJsonSetsNamedFieldsOnly) {
+  StudyConfig c;
+  const int64_t steps = c.pretrain_steps;
+  ASSERT_TRUE(c.MergeJson(nlohmann::json::parse(R"({"comment": "x", "sizes": ["mini"],
+      "seeds": [4, 5, 6, 7], "transformer_pre_ln": false, "finetune": {"epochs": 5}})"),
+                          "<test>")
+                  .ok());
+  EXPECT_EQ(c.sizes, std::vector<std::string>{"mini"});
+  EXPECT_EQ(c.seeds.size(), 4u);
+  EXPECT_FALSE(c.transformer_pre_ln);
+  EXPECT_EQ(c.finetune.epochs, 5);
+  EXPECT_EQ(c.pretrain_steps, steps);  // untouched
+  EXPECT_EQ(c.finetune.lr, StudyConfig().finetune.lr);
+}
+
+TEST(StudyConfigTest, BadKeysAndTypesNameTheFile) {
+  StudyConfig c;
+  absl::Status st = c.MergeJson(nlohmann::json::parse(R"({"pretrain_step": 3})"), "my.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("my.json: unknown key \"pretrain_step\""), std::string::npos) << st;
+  st = c.MergeJson(nlohmann::json::parse(R"({"pretrain_steps": "many"})"), "my.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("my.json: key \"pretrain_steps\""), std::string::npos) << st;
+  st = c.MergeJson(nlohmann::json::parse(R"({"finetune": {"epoch": 2}})"), "my.json");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("\"finetune\": unknown key \"epoch\""), std::string::npos) << st;
+  st = ApplyStudyConfigFile("/nonexistent/study.json", &c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/nonexistent/study.json"), std::string::npos) << st;
+}
+
+TEST(StudyConfigTest, ShippedConfigsReadAndValidate) {
+  for (const char* name : {"cpu-3h", "gpu-base"}) {
+    StudyConfig c;
+    const std::string path = absl::StrCat(GMLP_SOURCE_DIR, "/study/configs/", name, ".json");
+    absl::Status st = ApplyStudyConfigFile(path, &c);
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_TRUE(c.Validate().ok()) << name << ": " << c.Validate();
+    // What issue 12 asks of the named runs: >= 3 seeds, full eval splits, the probe and the
+    // controls, the whole corpus.
+    EXPECT_GE(c.seeds.size(), 3u) << name;
+    EXPECT_EQ(c.max_eval_examples, 0) << name;
+    EXPECT_EQ(c.corpus_mb, 0) << name;
+    EXPECT_TRUE(c.controls) << name;
+    int probes = 0;
+    for (const std::string& t : c.tasks) probes += t.rfind("probe-", 0) == 0;
+    EXPECT_EQ(probes, 2) << name;
+  }
+  StudyConfig c;
+  ASSERT_TRUE(ApplyStudyConfigFile(GMLP_SOURCE_DIR "/study/configs/cpu-3h.json", &c).ok());
+  EXPECT_GE(c.sizes.size(), 2u);  // accuracy against parameters: two sizes per encoder
+  EXPECT_GE(c.pretrain_steps * c.pretrain_batch * c.seq_len, 10000000);
+}
+
+// The default run's shape (issue 12): full splits, >= 3 seeds, the probe, the controls, a
+// pre-LN baseline.
+TEST(StudyConfigTest, DefaultsMeasureTheRightRows) {
+  const StudyConfig c;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_GE(c.seeds.size(), 3u);
+  EXPECT_EQ(c.max_eval_examples, 0);
+  EXPECT_TRUE(c.controls);
+  EXPECT_TRUE(c.transformer_pre_ln);
+  EXPECT_EQ(c.amlp_attn_sizes, std::vector<uint64_t>{64});
+}
+
+}  // namespace
+}  // namespace gmlp::study
