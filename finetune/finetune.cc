@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -277,6 +278,25 @@ void LogSummary(const std::string& task, const nlohmann::json& summary, size_t s
   }
 }
 
+// Keeps eval[0] (it selects the epoch) and the eval splits named in `names`.
+absl::Status KeepEvalSplits(const std::vector<std::string>& names, TaskSpec* task) {
+  std::vector<SplitSpec> kept = {task->eval.front()};
+  for (const std::string& name : names) {
+    auto it = std::find_if(task->eval.begin(), task->eval.end(),
+                           [&](const SplitSpec& s) { return s.name == name; });
+    if (it == task->eval.end()) {
+      std::vector<std::string> known;
+      for (const SplitSpec& s : task->eval) known.push_back(s.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--eval_splits: ", task->name, " has no eval split '", name,
+                       "'; its eval splits: ", absl::StrJoin(known, ", ")));
+    }
+    if (it != task->eval.begin()) kept.push_back(*it);
+  }
+  task->eval = std::move(kept);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string SeedPredictionsDir(const std::string& output, uint64_t seed) {
@@ -297,6 +317,8 @@ absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
   if (job.second_segment_only) {
     GMLP_ASSIGN_OR_RETURN(task, SecondSegmentOnly(std::move(task)));
   }
+  if (!job.eval_splits.empty()) GMLP_RETURN_IF_ERROR(KeepEvalSplits(job.eval_splits, &task));
+  if (!job.predict_test) task.test.clear();
   if (job.select_from_train > 0) {
     // The carved split selects the epoch; it reads like train (ReadTaskData carves it).
     SplitSpec heldout = task.train;

@@ -37,6 +37,10 @@ struct FinetuneJob {
   // Sentence-pair tasks: train and score on the second segment alone (SecondSegmentOnly), the
   // hypothesis-only control of NLI.
   bool second_segment_only = false;
+  // Non-empty: score only these eval splits besides eval[0], which selects the epoch (the study
+  // scores its reported split alone).
+  std::vector<std::string> eval_splits;
+  bool predict_test = true;  // predict the task's unlabeled test splits (submission/)
   bool save_model = true;
   bool strict_utf8 = false;  // invalid UTF-8 in a data file is an error, not a skipped row
   FinetuneOptions options;
@@ -71,6 +75,11 @@ struct FinetuneJob {
           "(train_heldout); the task's eval splits are then only reported");
     visit("second_segment_only", self.second_segment_only,
           "pair tasks: train and score on the second segment alone (hypothesis-only control)");
+    visit("eval_splits", self.eval_splits,
+          "comma-separated eval splits to score besides the one selecting the epoch; empty = "
+          "all");
+    visit("predict_test", self.predict_test,
+          "predict the task's unlabeled test splits into submission/");
     visit("save_model", self.save_model, "save the best seed's model for `gmlp predict`");
     visit("strict_utf8", self.strict_utf8,
           "stop at the first line of invalid UTF-8 (default: count and skip such lines)");

@@ -302,7 +302,12 @@ absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, co
   po.max_sentence_bytes = config.probe_max_sentence_bytes;
   po.tokenizer = d.tokenizer_model;
   po.max_len = config.finetune.max_len;
-  return WriteProbe(po).status();
+  absl::Status st = WriteProbe(po).status();
+  if (absl::IsFailedPrecondition(st)) {  // a pair over max_len tokens: name the study's flags
+    return absl::FailedPreconditionError(absl::StrCat(
+        st.message(), " (gmlp study: lower --probe_max_sentence_bytes, or raise --max_len)"));
+  }
+  return st;
 }
 
 // Corpus extract (without the held-out tail), tokenizer, shards, probe; each skipped when
@@ -497,6 +502,8 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   job.max_train_examples = config.max_train_examples;
   job.max_eval_examples = config.max_eval_examples;
   job.save_model = false;
+  job.predict_test = false;               // the study reports labelled splits only
+  job.eval_splits = {task.report_split};  // besides the selection split
   job.options = config.finetune;
   job.options.log_every = 0;
   GMLP_ASSIGN_OR_RETURN(finetune::TaskSpec spec, finetune::ResolveTask(job));

@@ -246,6 +246,23 @@ TEST_F(ReaderTest, SecondSegmentOnlyAndSelectionFromTrain) {
   EXPECT_EQ(task->eval[0].name, kTrainHeldoutSplit);
   EXPECT_EQ(task->eval[0].file, task->train.file);
   EXPECT_EQ(task->eval[1].name, "dev");
+
+  // Only the named eval splits besides the selection one; no test predictions.
+  job = FinetuneJob();
+  job.task = "MNLI";
+  job.eval_splits = {"dev_mismatched"};
+  job.predict_test = false;
+  task = ResolveTask(job);
+  ASSERT_TRUE(task.ok()) << task.status();
+  ASSERT_EQ(task->eval.size(), 2u);
+  EXPECT_EQ(task->eval[0].name, "dev_matched");
+  EXPECT_EQ(task->eval[1].name, "dev_mismatched");
+  EXPECT_TRUE(task->test.empty());
+  job.eval_splits = {"dev_typo"};
+  task = ResolveTask(job);
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("dev_matched, dev_mismatched"), std::string::npos)
+      << task.status();
 }
 
 TEST_F(ReaderTest, MalformedRowNamesFileAndLine) {
