@@ -47,7 +47,7 @@ absl::Status EncoderConfig::Validate() const {
     return Invalid(absl::StrCat("layer_norm_eps must be > 0, got ", layer_norm_eps));
   }
   if (!(init_std >= 0.0)) return Invalid(absl::StrCat("init_std must be >= 0, got ", init_std));
-  return spec->validate(*this);
+  return spec->block.validate(*this);
 }
 
 nlohmann::json EncoderConfig::ToJson() const {
