@@ -39,14 +39,7 @@ void AppendFlagHelp(absl::string_view name, absl::string_view help, absl::string
   absl::StrAppend(out, line, "\n");
 }
 
-template <typename Int>
-bool ParseInt(absl::string_view text, Int* out) {
-  return absl::SimpleAtoi(absl::StripAsciiWhitespace(text), out);
-}
-
-}  // namespace
-
-bool FlagCodec<bool>::Parse(absl::string_view text, bool* out) {
+bool ParseBool(absl::string_view text, bool* out) {
   const std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   if (t == "true" || t == "1" || t == "yes" || t == "t" || t == "y") {
     *out = true;
@@ -58,21 +51,21 @@ bool FlagCodec<bool>::Parse(absl::string_view text, bool* out) {
   }
   return false;
 }
-std::string FlagCodec<bool>::Print(bool value) { return value ? "true" : "false"; }
 
-bool FlagCodec<int32_t>::Parse(absl::string_view text, int32_t* out) { return ParseInt(text, out); }
-std::string FlagCodec<int32_t>::Print(int32_t value) { return absl::StrCat(value); }
-bool FlagCodec<int64_t>::Parse(absl::string_view text, int64_t* out) { return ParseInt(text, out); }
-std::string FlagCodec<int64_t>::Print(int64_t value) { return absl::StrCat(value); }
-bool FlagCodec<uint64_t>::Parse(absl::string_view text, uint64_t* out) {
-  return ParseInt(text, out);
+// A non-empty comma-separated list of unsigned integers.
+bool ParseUintList(absl::string_view text, std::vector<uint64_t>* out) {
+  std::vector<uint64_t> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    uint64_t v = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v)) return false;
+    values.push_back(v);
+  }
+  if (values.empty()) return false;
+  *out = std::move(values);
+  return true;
 }
-std::string FlagCodec<uint64_t>::Print(uint64_t value) { return absl::StrCat(value); }
 
-bool FlagCodec<double>::Parse(absl::string_view text, double* out) {
-  return absl::SimpleAtod(absl::StripAsciiWhitespace(text), out);
-}
-std::string FlagCodec<double>::Print(double value) {
+std::string PrintDouble(double value) {
   char buf[64];
   for (int precision = 6; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
@@ -82,35 +75,51 @@ std::string FlagCodec<double>::Print(double value) {
   return buf;
 }
 
-bool FlagCodec<std::string>::Parse(absl::string_view text, std::string* out) {
-  *out = std::string(text);
-  return true;
-}
-std::string FlagCodec<std::string>::Print(const std::string& value) { return value; }
+}  // namespace
 
-bool FlagCodec<std::vector<std::string>>::Parse(absl::string_view text,
-                                                std::vector<std::string>* out) {
-  *out = absl::StrSplit(text, ',', absl::SkipWhitespace());
-  return true;
-}
-std::string FlagCodec<std::vector<std::string>>::Print(const std::vector<std::string>& value) {
-  return absl::StrJoin(value, ",");
-}
-
-bool FlagCodec<std::vector<uint64_t>>::Parse(absl::string_view text, std::vector<uint64_t>* out) {
-  std::vector<uint64_t> values;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    uint64_t v = 0;
-    if (!ParseInt(part, &v)) return false;
-    values.push_back(v);
+template <typename T>
+bool FlagCodec<T>::Parse(absl::string_view text, T* out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return ParseBool(text, out);
+  } else if constexpr (std::is_integral_v<T>) {
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(text), out);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return absl::SimpleAtod(absl::StripAsciiWhitespace(text), out);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    *out = std::string(text);
+    return true;
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    *out = absl::StrSplit(text, ',', absl::SkipWhitespace());
+    return true;
+  } else {
+    return ParseUintList(text, out);
   }
-  if (values.empty()) return false;
-  *out = std::move(values);
-  return true;
 }
-std::string FlagCodec<std::vector<uint64_t>>::Print(const std::vector<uint64_t>& value) {
-  return absl::StrJoin(value, ",");
+
+template <typename T>
+std::string FlagCodec<T>::Print(const T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_integral_v<T>) {
+    return absl::StrCat(value);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return PrintDouble(value);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value;
+  } else {
+    return absl::StrJoin(value, ",");
+  }
 }
+
+// One codec per kIsFlagType (cli/flag_set.h).
+template struct FlagCodec<bool>;
+template struct FlagCodec<int32_t>;
+template struct FlagCodec<int64_t>;
+template struct FlagCodec<uint64_t>;
+template struct FlagCodec<double>;
+template struct FlagCodec<std::string>;
+template struct FlagCodec<std::vector<std::string>>;
+template struct FlagCodec<std::vector<uint64_t>>;
 
 FlagSet::FlagSet(std::string subcommand, std::string usage)
     : subcommand_(std::move(subcommand)), usage_(std::move(usage)) {}

@@ -17,54 +17,26 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace gmlp::cli {
 
-// How a field type reads from and prints to the command line. Specialized for bool, int32_t,
-// int64_t, uint64_t, double, std::string and comma-separated lists of strings or uint64_t.
+// The field types a flag can be bound to: bool, int32_t, int64_t, uint64_t, double,
+// std::string and comma-separated lists of strings or uint64_t.
 template <typename T>
-struct FlagCodec;
+inline constexpr bool kIsFlagType =
+    std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
+    std::is_same_v<T, uint64_t> || std::is_same_v<T, double> || std::is_same_v<T, std::string> ||
+    std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<uint64_t>>;
 
-template <>
-struct FlagCodec<bool> {
-  static bool Parse(absl::string_view text, bool* out);
-  static std::string Print(bool value);
-};
-template <>
-struct FlagCodec<int32_t> {
-  static bool Parse(absl::string_view text, int32_t* out);
-  static std::string Print(int32_t value);
-};
-template <>
-struct FlagCodec<int64_t> {
-  static bool Parse(absl::string_view text, int64_t* out);
-  static std::string Print(int64_t value);
-};
-template <>
-struct FlagCodec<uint64_t> {
-  static bool Parse(absl::string_view text, uint64_t* out);
-  static std::string Print(uint64_t value);
-};
-template <>
-struct FlagCodec<double> {
-  static bool Parse(absl::string_view text, double* out);
-  static std::string Print(double value);  // the shortest text that reads back exactly
-};
-template <>
-struct FlagCodec<std::string> {
-  static bool Parse(absl::string_view text, std::string* out);
-  static std::string Print(const std::string& value);
-};
-template <>
-struct FlagCodec<std::vector<std::string>> {
-  static bool Parse(absl::string_view text, std::vector<std::string>* out);
-  static std::string Print(const std::vector<std::string>& value);
-};
-template <>
-struct FlagCodec<std::vector<uint64_t>> {
-  static bool Parse(absl::string_view text, std::vector<uint64_t>* out);
-  static std::string Print(const std::vector<uint64_t>& value);
+// How a field type reads from and prints to the command line (defined in flag_set.cc for each
+// kIsFlagType). Print of a double gives the shortest text that reads back exactly.
+template <typename T>
+struct FlagCodec {
+  static_assert(kIsFlagType<T>, "a flag cannot be bound to a field of this type");
+  static bool Parse(absl::string_view text, T* out);
+  static std::string Print(const T& value);
 };
 
 class FlagSet {
@@ -80,6 +52,15 @@ class FlagSet {
   void Add(absl::string_view name, T* field, absl::string_view help) {
     AddCustom(name, help, FlagCodec<T>::Print(*field), std::is_same_v<T, bool>,
               [field](absl::string_view text) { return FlagCodec<T>::Parse(text, field); });
+  }
+  // Registers --name for every field of `config`'s field list: Config::ForEachField(config,
+  // visit) calls visit(name, field, help) for each (see pretrain/train_config.h). `help_prefix`
+  // goes before every help text (e.g. the action a flag is for).
+  template <typename Config>
+  void AddFields(Config& config, absl::string_view help_prefix = "") {
+    Config::ForEachField(config, [&](const char* name, auto& field, const char* help) {
+      Add(name, &field, absl::StrCat(help_prefix, help));
+    });
   }
   // Registers a flag with its own setter (e.g. one flag that sets two fields).
   void AddCustom(absl::string_view name, absl::string_view help, std::string default_text,

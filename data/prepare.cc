@@ -106,28 +106,27 @@ struct BlockResult {
   bool skipped = false;
 };
 
-// Everything that changes a block's bytes. Worker count and part do not.
-nlohmann::json ContentSettings(const PrepareOptions& o, const TextEncoder& encoder) {
-  return {{"shard_format_version", kShardFormatVersion},
-          {"tokenizer_checksum", encoder.checksum()},
-          {"vocab_size", encoder.vocab_size()},
-          {"seq_len", o.seq_len},
-          {"valid_fraction", o.valid_fraction},
-          {"seed", o.seed},
-          {"shard_input_bytes", o.shard_input_bytes},
-          {"max_piece_bytes", o.max_piece_bytes},
-          {"strict_utf8", o.strict_utf8}};
+// The settings that change what is written, as the manifest records them: every option but
+// where to, how fast and which part.
+nlohmann::json ManifestFlags(const PrepareOptions& o) {
+  nlohmann::json j = nlohmann::json::object();
+  PrepareOptions::ForEachField(o, [&j](const char* name, const auto& field, const char*) {
+    const absl::string_view n = name;
+    if (n != "output" && n != "workers" && n != "part" && n != "progress") j[name] = field;
+  });
+  return j;
 }
 
-nlohmann::json ManifestFlags(const PrepareOptions& o) {
-  return {{"input", o.input},
-          {"tokenizer", o.tokenizer},
-          {"seq_len", o.seq_len},
-          {"valid_fraction", o.valid_fraction},
-          {"seed", o.seed},
-          {"shard_input_bytes", o.shard_input_bytes},
-          {"strict_utf8", o.strict_utf8},
-          {"max_piece_bytes", o.max_piece_bytes}};
+// Everything that changes a block's bytes: the tokenizer itself (not its path), and not the
+// input list either (a block depends only on its own text).
+nlohmann::json ContentSettings(const PrepareOptions& o, const TextEncoder& encoder) {
+  nlohmann::json j = ManifestFlags(o);
+  j.erase("input");
+  j.erase("tokenizer");
+  j["shard_format_version"] = kShardFormatVersion;
+  j["tokenizer_checksum"] = encoder.checksum();
+  j["vocab_size"] = encoder.vocab_size();
+  return j;
 }
 
 class Preparer {

@@ -47,6 +47,32 @@ struct PrepareOptions {
   int64_t max_piece_bytes = 1 << 20;    // longer lines are cut into pieces (bounded memory)
   bool progress = true;                 // MB/s lines on stderr
 
+  // The field list, once: calls visit(name, field, help) for every field, with `self` a
+  // PrepareOptions or a const one. `gmlp prepare`'s flags and the manifest's record of the
+  // settings are made from it.
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("input", self.input, "Text files or globs, comma-separated (plain, .gz, .xz).");
+    visit("tokenizer", self.tokenizer,
+          "SentencePiece .model file written by `gmlp tokenizer train`.");
+    visit("output", self.output, "Shard directory (created).");
+    visit("seq_len", self.seq_len, "Sequence length in ids, [CLS] included.");
+    visit("workers", self.workers, "Tokenizing threads; 0 = all cores.");
+    visit("valid_fraction", self.valid_fraction,
+          "Fraction of documents held out as the validation split.");
+    visit("seed", self.seed, "Random seed (the validation split).");
+    visit("shard_input_bytes", self.shard_input_bytes,
+          "Bytes of text per block; each block becomes one train (and one valid) shard.");
+    visit("part", self.part,
+          "i/N: this process writes part i of N disjoint parts (e.g. a Slurm array); the last "
+          "part to finish merges the manifests.");
+    visit("strict_utf8", self.strict_utf8,
+          "Stop at the first line of invalid UTF-8 (default: count and skip such lines).");
+    visit("max_piece_bytes", self.max_piece_bytes,
+          "Longer lines are cut into pieces of at most this many bytes (bounded memory).");
+    visit("progress", self.progress, "Log progress (MB/s) to stderr.");
+  }
+
   absl::Status Validate() const;
 };
 

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
@@ -25,27 +24,9 @@ int PrepareMain(int argc, char** argv) {
       "writes checksummed binary shards plus manifest.json, holding out --valid_fraction of the "
       "documents for validation. Output is identical whatever --workers; re-running skips "
       "finished shards.");
-  flags.Add("input", &options.input, "Text files or globs, comma-separated (plain, .gz, .xz).");
-  flags.Add("tokenizer", &options.tokenizer,
-            "SentencePiece .model file written by `gmlp tokenizer train`.");
-  flags.Add("output", &options.output, "Shard directory (created).");
-  flags.Add("seq_len", &options.seq_len, "Sequence length in ids, [CLS] included.");
-  flags.Add("workers", &options.workers, "Tokenizing threads; 0 = all cores.");
-  flags.Add("valid_fraction", &options.valid_fraction,
-            "Fraction of documents held out as the validation split.");
-  flags.Add("seed", &options.seed, "Random seed (the validation split).");
-  flags.Add("shard_input_bytes", &options.shard_input_bytes,
-            "Bytes of text per block; each block becomes one train (and one valid) shard.");
-  flags.Add("part", &options.part,
-            "i/N: this process writes part i of N disjoint parts (e.g. a Slurm array); the last "
-            "part to finish merges the manifests.");
+  flags.AddFields(options);
   flags.Add("merge", &merge,
             "Only merge the part manifests in --output into manifest.json, then exit.");
-  flags.Add("strict_utf8", &options.strict_utf8,
-            "Stop at the first line of invalid UTF-8 (default: count and skip such lines).");
-  flags.Add("max_piece_bytes", &options.max_piece_bytes,
-            "Longer lines are cut into pieces of at most this many bytes (bounded memory).");
-  flags.Add("progress", &options.progress, "Log progress (MB/s) to stderr.");
   ParseSubcommandFlags(flags, argc, argv);
   const std::string& output = options.output;
   if (merge) {

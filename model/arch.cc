@@ -1,38 +1,18 @@
-// The arch table (see arch.h). One row per architecture; each row reads its block's statics.
+// The arch table (see arch.h). One row per architecture; each block file supplies its BlockSpec.
 #include "model/arch.h"
 
 #include "model/gmlp.h"
 #include "model/mixer.h"
-#include "model/stacked_encoder.h"
 #include "model/transformer.h"
 
 namespace gmlp::model {
-namespace {
-
-template <typename Block>
-ArchSpec Row(const char* name, const char* label, bool has_sgu, const ArchFormulas& f) {
-  return {name,
-          label,
-          has_sgu,
-          Block::kPositionEmbeddings,
-          [](const EncoderConfig& c) -> std::shared_ptr<EncoderImpl> {
-            return std::make_shared<StackedEncoderImpl<Block>>(c);
-          },
-          f.validate,
-          f.block_params,
-          &Block::HasFinalNorm,
-          f.block_flops};
-}
-
-}  // namespace
 
 const std::vector<ArchSpec>& ArchTable() {
   static const auto* const kTable = new std::vector<ArchSpec>{
-      Row<TransformerBlockImpl>("transformer", "Transformer", /*has_sgu=*/false,
-                                TransformerFormulas()),
-      Row<GmlpBlockImpl>("gmlp", "gMLP", /*has_sgu=*/true, GmlpFormulas()),
-      Row<GmlpBlockImpl>("amlp", "aMLP", /*has_sgu=*/true, GmlpFormulas()),  // + tiny attention
-      Row<MixerBlockImpl>("mixer", "MLP-Mixer", /*has_sgu=*/false, MixerFormulas()),
+      {"transformer", "Transformer", /*has_sgu=*/false, TransformerBlockSpec()},
+      {"gmlp", "gMLP", /*has_sgu=*/true, GmlpBlockSpec()},
+      {"amlp", "aMLP", /*has_sgu=*/true, GmlpBlockSpec()},  // + tiny attention (gmlp.h)
+      {"mixer", "MLP-Mixer", /*has_sgu=*/false, MixerBlockSpec()},
   };
   return *kTable;
 }

@@ -1,7 +1,8 @@
-// The arch table: every encoder architecture in one row (name, label, constructor, checks,
-// parameter and FLOP formulas, whether it has a Spatial Gating Unit). Config validation, the
-// encoder factory, the parameter/FLOP counts, the study and its report all read it, so a new
-// encoder is a block file pair plus one row here (see model/README.md, "Adding an encoder").
+// The arch table: every encoder architecture in one row (name, label, whether it has a Spatial
+// Gating Unit, and its block: constructor, checks, parameter and FLOP formulas). Config
+// validation, the encoder factory, the parameter/FLOP counts, the study and its report all read
+// it, so a new encoder is a block file pair plus one row here (see model/README.md, "Adding an
+// encoder").
 #ifndef GMLP_MODEL_ARCH_H_
 #define GMLP_MODEL_ARCH_H_
 
@@ -16,30 +17,27 @@
 
 namespace gmlp::model {
 
-class EncoderImpl;
+class EncoderBlockImpl;
 
-// What an arch's block file supplies to its row: the checks of the fields only it reads, the
-// parameters of one block, and its forward matmul FLOPs per token at sequence length n.
-struct ArchFormulas {
+// What an arch's block file supplies to its row: the block, the two choices of the encoder
+// body around it, the checks of the fields only it reads, and its per-block formulas.
+struct BlockSpec {
+  // Builds one block; `config` has passed Validate().
+  std::shared_ptr<EncoderBlockImpl> (*make)(const EncoderConfig& config);
+  bool position_embeddings;                         // the embeddings add learned positions
+  bool (*final_norm)(const EncoderConfig& config);  // a LayerNorm follows the last block
+  // Checks of the fields only this arch reads (the shared ones are EncoderConfig::Validate's).
   absl::Status (*validate)(const EncoderConfig& config);
-  int64_t (*block_params)(const EncoderConfig& config);
-  double (*block_flops)(const EncoderConfig& config, double n);
+  // Parameters of one block, and its forward matmul FLOPs per token at sequence length n.
+  int64_t (*params)(const EncoderConfig& config);
+  double (*flops)(const EncoderConfig& config, double n);
 };
 
 struct ArchSpec {
   std::string name;   // EncoderConfig::arch, preset prefix ("gmlp" in "gmlp-tiny")
   std::string label;  // for people: report tables and plot legends ("gMLP")
   bool has_sgu;       // reads EncoderConfig::sgu (the gMLP family)
-  bool position_embeddings;
-  // Builds the encoder; `config` has passed Validate().
-  std::shared_ptr<EncoderImpl> (*make)(const EncoderConfig& config);
-  // Checks of the fields only this arch reads (the shared ones are EncoderConfig::Validate's).
-  absl::Status (*validate)(const EncoderConfig& config);
-  // Parameters of one block, and whether a final LayerNorm follows the blocks.
-  int64_t (*block_params)(const EncoderConfig& config);
-  bool (*final_norm)(const EncoderConfig& config);
-  // Forward matmul FLOPs per token of one block at sequence length n.
-  double (*block_flops)(const EncoderConfig& config, double n);
+  BlockSpec block;    // from the block's file (e.g. GmlpBlockSpec() in gmlp.cc)
 };
 
 // Every architecture, in the order reports list them (the Transformer baseline first).

@@ -2,9 +2,7 @@
 #include "model/config.h"
 
 #include <algorithm>
-#include <functional>
-#include <map>
-#include <utility>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -47,30 +45,43 @@ absl::Status EncoderConfig::Validate() const {
     return Invalid(absl::StrCat("layer_norm_eps must be > 0, got ", layer_norm_eps));
   }
   if (!(init_std >= 0.0)) return Invalid(absl::StrCat("init_std must be >= 0, got ", init_std));
-  return spec->validate(*this);
+  return spec->block.validate(*this);
 }
 
 nlohmann::json EncoderConfig::ToJson() const {
-  return nlohmann::json{
-      {"arch", arch},
-      {"vocab_size", vocab_size},
-      {"max_seq_len", max_seq_len},
-      {"type_vocab_size", type_vocab_size},
-      {"d_model", d_model},
-      {"n_layers", n_layers},
-      {"d_ffn", d_ffn},
-      {"n_heads", n_heads},
-      {"sgu", sgu},
-      {"attn_size", attn_size},
-      {"attn_input", attn_input},
-      {"token_mlp_dim", token_mlp_dim},
-      {"pre_ln", pre_ln},
-      {"dropout", dropout},
-      {"layer_norm_eps", layer_norm_eps},
-      {"init_std", init_std},
-      {"sgu_init_eps", sgu_init_eps},
-  };
+  nlohmann::json j = nlohmann::json::object();
+  ForEachField(*this, [&j](const char* name, const auto& field, const char*) { j[name] = field; });
+  return j;
 }
+
+namespace {
+
+// The JSON type a field of type T is written as (ToJson), and its name for messages.
+struct JsonType {
+  bool (nlohmann::json::*is)() const;
+  const char* name;
+};
+template <typename T>
+constexpr JsonType kJsonType = {&nlohmann::json::is_boolean, "true or false"};
+template <>
+constexpr JsonType kJsonType<int64_t> = {&nlohmann::json::is_number_integer, "an integer"};
+template <>
+constexpr JsonType kJsonType<double> = {&nlohmann::json::is_number, "a number"};
+template <>
+constexpr JsonType kJsonType<std::string> = {&nlohmann::json::is_string, "a string"};
+
+// Sets *out from `v` when `v` has the field's JSON type; else InvalidArgument naming `key`.
+template <typename T>
+absl::Status ReadField(const char* key, const nlohmann::json& v, T* out) {
+  const JsonType type = kJsonType<T>;
+  if (!(v.*type.is)()) {
+    return Invalid(absl::StrCat("key '", key, "' must be ", type.name, ", got ", v.dump()));
+  }
+  *out = v.get<T>();
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const nlohmann::json& j) {
   if (!j.is_object()) {
@@ -78,70 +89,13 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const nlohmann::json& j) {
   }
   EncoderConfig c;
   // Keys absent from `j` keep their defaults, so configs written before a knob existed load.
-  using Setter = std::function<absl::Status(const nlohmann::json&)>;
-  auto int_field = [](const char* key, int64_t* out) -> std::pair<std::string, Setter> {
-    return {key, [key, out](const nlohmann::json& v) {
-              if (!v.is_number_integer()) {
-                return Invalid(absl::StrCat("key '", key, "' must be an integer, got ", v.dump()));
-              }
-              *out = v.get<int64_t>();
-              return absl::OkStatus();
-            }};
-  };
-  auto double_field = [](const char* key, double* out) -> std::pair<std::string, Setter> {
-    return {key, [key, out](const nlohmann::json& v) {
-              if (!v.is_number()) {
-                return Invalid(absl::StrCat("key '", key, "' must be a number, got ", v.dump()));
-              }
-              *out = v.get<double>();
-              return absl::OkStatus();
-            }};
-  };
-  auto string_field = [](const char* key, std::string* out) -> std::pair<std::string, Setter> {
-    return {key, [key, out](const nlohmann::json& v) {
-              if (!v.is_string()) {
-                return Invalid(absl::StrCat("key '", key, "' must be a string, got ", v.dump()));
-              }
-              *out = v.get<std::string>();
-              return absl::OkStatus();
-            }};
-  };
-  auto bool_field = [](const char* key, bool* out) -> std::pair<std::string, Setter> {
-    return {
-        key, [key, out](const nlohmann::json& v) {
-          if (!v.is_boolean()) {
-            return Invalid(absl::StrCat("key '", key, "' must be true or false, got ", v.dump()));
-          }
-          *out = v.get<bool>();
-          return absl::OkStatus();
-        }};
-  };
-  const std::map<std::string, Setter> setters = {
-      string_field("arch", &c.arch),
-      int_field("vocab_size", &c.vocab_size),
-      int_field("max_seq_len", &c.max_seq_len),
-      int_field("type_vocab_size", &c.type_vocab_size),
-      int_field("d_model", &c.d_model),
-      int_field("n_layers", &c.n_layers),
-      int_field("d_ffn", &c.d_ffn),
-      int_field("n_heads", &c.n_heads),
-      string_field("sgu", &c.sgu),
-      int_field("attn_size", &c.attn_size),
-      string_field("attn_input", &c.attn_input),
-      int_field("token_mlp_dim", &c.token_mlp_dim),
-      bool_field("pre_ln", &c.pre_ln),
-      double_field("dropout", &c.dropout),
-      double_field("layer_norm_eps", &c.layer_norm_eps),
-      double_field("init_std", &c.init_std),
-      double_field("sgu_init_eps", &c.sgu_init_eps),
-  };
-  for (const auto& [key, value] : j.items()) {
-    auto it = setters.find(key);
-    if (it == setters.end()) {
-      return Invalid(
-          absl::StrCat("unknown key '", key, "' (a config from a newer gmlp, or a typo)"));
-    }
-    GMLP_RETURN_IF_ERROR(it->second(value));
+  for (const auto& item : j.items()) {
+    absl::Status st = Invalid(
+        absl::StrCat("unknown key '", item.key(), "' (a config from a newer gmlp, or a typo)"));
+    ForEachField(c, [&](const char* name, auto& field, const char*) {
+      if (item.key() == name) st = ReadField(name, item.value(), &field);
+    });
+    GMLP_RETURN_IF_ERROR(st);
   }
   GMLP_RETURN_IF_ERROR(c.Validate());
   return c;

@@ -38,8 +38,34 @@ struct EncoderConfig {
   // SGU spatial weight W ~ U(-sgu_init_eps / n, sgu_init_eps / n), b = 1 (paper Sec. 2.1).
   double sgu_init_eps = 1e-3;
 
+  // The field list, once: calls visit(name, field, help) for every field, in this order, with
+  // `self` an EncoderConfig or a const one. ToJson and FromJson (and so the checkpoint's
+  // "model" section and `--model_overrides`) are made from it.
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("arch", self.arch, "transformer | gmlp | amlp | mixer");
+    visit("vocab_size", self.vocab_size, "token ids");
+    visit("max_seq_len", self.max_seq_len, "longest input; gMLP's spatial projection is n x n");
+    visit("type_vocab_size", self.type_vocab_size, "segment ids");
+    visit("d_model", self.d_model, "hidden width");
+    visit("n_layers", self.n_layers, "blocks");
+    visit("d_ffn", self.d_ffn, "gMLP/aMLP: width of U; Transformer, mixer: feed-forward width");
+    visit("n_heads", self.n_heads, "Transformer: attention heads");
+    visit("sgu", self.sgu, "gMLP/aMLP: split | multiplicative | additive | linear");
+    visit("attn_size", self.attn_size, "aMLP: tiny attention head size");
+    visit("attn_input", self.attn_input, "aMLP: block (LN(x)) | expanded (Z)");
+    visit("token_mlp_dim", self.token_mlp_dim, "mixer: hidden width of the token MLP");
+    visit("pre_ln", self.pre_ln, "Transformer: pre-LN instead of BERT's post-LN");
+    visit("dropout", self.dropout, "dropout rate");
+    visit("layer_norm_eps", self.layer_norm_eps, "LayerNorm epsilon");
+    visit("init_std", self.init_std, "std of the normal init of dense and embedding weights");
+    visit("sgu_init_eps", self.sgu_init_eps, "SGU spatial weight ~ U(-eps/n, eps/n)");
+  }
+
   absl::Status Validate() const;
   nlohmann::json ToJson() const;
+  // Reads the keys present in `j` over the defaults (so configs written before a knob existed
+  // load); InvalidArgument names an unknown key or one of the wrong type, or what Validate finds.
   static absl::StatusOr<EncoderConfig> FromJson(const nlohmann::json& j);
 };
 

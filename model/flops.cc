@@ -17,9 +17,9 @@ ParamCount CountParameters(const EncoderConfig& c) {
   if (arch == nullptr) return count;
   // Token and segment tables, learned positions when the arch has them, embedding LayerNorm.
   count.embedding = c.vocab_size * d + c.type_vocab_size * d + LayerNormParams(d);
-  if (arch->position_embeddings) count.embedding += c.max_seq_len * d;
-  const int64_t final_norm = arch->final_norm(c) ? LayerNormParams(d) : 0;
-  count.total = count.embedding + c.n_layers * arch->block_params(c) + final_norm;
+  if (arch->block.position_embeddings) count.embedding += c.max_seq_len * d;
+  const int64_t final_norm = arch->block.final_norm(c) ? LayerNormParams(d) : 0;
+  count.total = count.embedding + c.n_layers * arch->block.params(c) + final_norm;
   return count;
 }
 
@@ -28,7 +28,7 @@ double TrainingFlopsPerToken(const EncoderConfig& c, int64_t seq_len, double mas
   const double d = c.d_model;
   // Forward FLOPs per token of one layer, counting a multiply-add as 2 and only matmuls
   // (elementwise ops, softmax and LayerNorm are O(d) per token and left out, as usual).
-  const double layer = arch != nullptr ? arch->block_flops(c, static_cast<double>(seq_len)) : 0.0;
+  const double layer = arch != nullptr ? arch->block.flops(c, static_cast<double>(seq_len)) : 0.0;
   // MLM head on the masked rows: dense 2 d^2, tied decoder 2 d V. Embedding lookups are free.
   const double head = masked_fraction * (2.0 * d * d + 2.0 * d * c.vocab_size);
   // Backward costs twice the forward (gradients w.r.t. inputs and weights).

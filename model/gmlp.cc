@@ -162,6 +162,16 @@ double BlockFlops(const EncoderConfig& c, double n) {
 
 }  // namespace
 
-ArchFormulas GmlpFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
+// No position embeddings (the spatial projection is position-aware); a final LayerNorm.
+BlockSpec GmlpBlockSpec() {
+  return {
+      &MakeBlock<GmlpBlockImpl>,
+      /*position_embeddings=*/false,
+      &AlwaysFinalNorm,
+      &Validate,
+      &BlockParams,
+      &BlockFlops,
+  };
+}
 
 }  // namespace gmlp::model

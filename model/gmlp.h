@@ -36,21 +36,16 @@ int64_t GateWidth(const EncoderConfig& config);
 // separate (g, d) projections, so neither a chunk() copy nor a full-size gradient of a view
 // is needed) or in_z (other variants), sgu_norm, spatial_weight (n_max, n_max),
 // spatial_bias (n_max), out (g -> d) and, for aMLP, attn_qkv (in -> 3a), attn_out (a -> g).
-class GmlpBlockImpl : public torch::nn::Module {
+class GmlpBlockImpl : public EncoderBlockImpl {
  public:
   explicit GmlpBlockImpl(const EncoderConfig& config);
-  // x_ND: (n*B, d) -> (n*B, d).
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);
+  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
 
   // W[:n,:n] @ (LN(Z2) with padded rows zeroed), plus b: the spatial projection on the
   // sequence-major (N, g) tensor, as one GEMM on its (n, B*g) view with the bias folded in.
   torch::Tensor SpatialProjection(const torch::Tensor& z_NG, const SeqBatch& batch);
   // The tiny attention of aMLP from its projected queries, keys and values (N, 3a) -> (N, g).
   torch::Tensor TinyAttention(const torch::Tensor& qkv_N3A, const SeqBatch& batch);
-
-  // For StackedEncoderImpl (model/stacked_encoder.h).
-  static constexpr bool kPositionEmbeddings = false;
-  static bool HasFinalNorm(const EncoderConfig&) { return true; }
 
  private:
   EncoderConfig config_;
@@ -65,11 +60,8 @@ class GmlpBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GmlpBlock);
 
-// Embeddings (token + segment, no positions) -> blocks.<i> -> final_norm.
-using GmlpEncoderImpl = StackedEncoderImpl<GmlpBlockImpl>;
-
-// The arch-table formulas of gMLP/aMLP (model/arch.h).
-ArchFormulas GmlpFormulas();
+// The block's part of the gMLP/aMLP rows of the arch table (model/arch.h).
+BlockSpec GmlpBlockSpec();
 
 }  // namespace gmlp::model
 

@@ -60,6 +60,16 @@ double BlockFlops(const EncoderConfig& c, double n) {
 
 }  // namespace
 
-ArchFormulas MixerFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
+// No position embeddings (the token MLP is position-aware); a final LayerNorm.
+BlockSpec MixerBlockSpec() {
+  return {
+      &MakeBlock<MixerBlockImpl>,
+      /*position_embeddings=*/false,
+      &AlwaysFinalNorm,
+      &Validate,
+      &BlockParams,
+      &BlockFlops,
+  };
+}
 
 }  // namespace gmlp::model

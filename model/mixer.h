@@ -22,15 +22,10 @@ namespace gmlp::model {
 // Parameters: token_norm, token_in_weight (t, n_max), token_in_bias (t),
 // token_out_weight (n_max, t), token_out_bias (n_max), channel_norm, channel_in (d -> f),
 // channel_out (f -> d).
-class MixerBlockImpl : public torch::nn::Module {
+class MixerBlockImpl : public EncoderBlockImpl {
  public:
   explicit MixerBlockImpl(const EncoderConfig& config);
-  // x_ND: (n*B, d) -> (n*B, d).
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);
-
-  // For StackedEncoderImpl (model/stacked_encoder.h).
-  static constexpr bool kPositionEmbeddings = false;
-  static bool HasFinalNorm(const EncoderConfig&) { return true; }
+  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
 
  private:
   double dropout_;
@@ -41,11 +36,8 @@ class MixerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MixerBlock);
 
-// Embeddings (token + segment; the token MLP is position-aware) -> blocks.<i> -> final_norm.
-using MixerEncoderImpl = StackedEncoderImpl<MixerBlockImpl>;
-
-// The arch-table formulas of the token-mixing MLP (model/arch.h).
-ArchFormulas MixerFormulas();
+// The block's part of the token-mixing MLP row of the arch table (model/arch.h).
+BlockSpec MixerBlockSpec();
 
 }  // namespace gmlp::model
 

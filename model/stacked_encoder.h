@@ -1,13 +1,7 @@
-// StackedEncoderImpl<Block>: the one encoder body every architecture shares. Embeddings (token +
-// segment, plus learned positions when Block::kPositionEmbeddings) -> blocks.<i> (Block) ->
-// final_norm (when Block::HasFinalNorm(config)). An architecture only writes its block.
-//
-// A Block is a torch::nn::Module with
-//   explicit Block(const EncoderConfig&);
-//   torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);  // (n*B, d)
-//   static constexpr bool kPositionEmbeddings;
-//   static bool HasFinalNorm(const EncoderConfig&);
-// Its arch-table row (model/arch.h) adds the block file's ArchFormulas.
+// The one encoder body every architecture shares, and the block interface it stacks:
+// embeddings (token + segment, plus learned positions when the arch's BlockSpec says so) ->
+// blocks.<i> -> final_norm (when BlockSpec::final_norm says so). An architecture only writes its
+// block (an EncoderBlockImpl) and the BlockSpec of its arch-table row (model/arch.h).
 //
 // Shape legend: B batch, n length, d d_model, N = n*B rows of the sequence-major layout.
 #ifndef GMLP_MODEL_STACKED_ENCODER_H_
@@ -17,6 +11,7 @@
 
 #include <memory>
 
+#include "model/arch.h"
 #include "model/config.h"
 #include "model/embeddings.h"
 #include "model/encoder.h"
@@ -24,52 +19,41 @@
 
 namespace gmlp::model {
 
+// One block of an encoder, built from the EncoderConfig alone.
+class EncoderBlockImpl : public torch::nn::Module {
+ public:
+  // x_ND: (n*B, d) -> (n*B, d), on the sequence-major layout of `batch` (layers.h).
+  virtual torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) = 0;
+};
+
+// BlockSpec::make for a Block with an `explicit Block(const EncoderConfig&)` constructor.
 template <typename Block>
+std::shared_ptr<EncoderBlockImpl> MakeBlock(const EncoderConfig& config) {
+  return std::make_shared<Block>(config);
+}
+
+// BlockSpec::final_norm of pre-LN blocks: the stack always ends with a LayerNorm.
+inline bool AlwaysFinalNorm(const EncoderConfig&) { return true; }
+
 class StackedEncoderImpl : public EncoderImpl {
  public:
   // Registers embeddings, blocks and final_norm in that order (parameter names and the order
-  // of random initialization are part of the checkpoint format).
-  explicit StackedEncoderImpl(const EncoderConfig& config) : EncoderImpl(config) {
-    embeddings_ = register_module("embeddings", Embeddings(config, Block::kPositionEmbeddings));
-    blocks_ = register_module("blocks", torch::nn::ModuleList());
-    for (int64_t i = 0; i < config.n_layers; ++i) {
-      blocks_->push_back(std::make_shared<Block>(config));
-    }
-    if (Block::HasFinalNorm(config)) {
-      final_norm_ = register_module("final_norm", LayerNorm(config.d_model, config.layer_norm_eps));
-    }
-  }
+  // of random initialization are part of the checkpoint format). `config` has passed Validate();
+  // `block` is its arch's.
+  StackedEncoderImpl(const EncoderConfig& config, const BlockSpec& block);
 
-  torch::Tensor forward(const EncoderInput& input) override {
-    SeqBatch batch;
-    const torch::Tensor x_ND = final_norm(Encode(input, &batch));
-    return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
-  }
-
-  torch::Tensor forward_features(const EncoderInput& input) override {
-    SeqBatch batch;
-    const torch::Tensor x_ND = Encode(input, &batch);
-    return SeqMajorToBatchMajor(x_ND, batch.n, batch.B);
-  }
-
-  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override {
-    return final_norm_ ? final_norm_(hidden_XD) : hidden_XD;
-  }
-
+  torch::Tensor forward(const EncoderInput& input) override;
+  torch::Tensor forward_features(const EncoderInput& input) override;
+  torch::Tensor final_norm(const torch::Tensor& hidden_XD) override;
   torch::Tensor token_embedding_weight() override { return embeddings_->token_weight(); }
 
  private:
   // (B, n) ids -> (n*B, d) hidden states after the last block.
-  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch) {
-    *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
-    torch::Tensor x_ND = embeddings_->forward(input, *batch);
-    for (const auto& block : *blocks_) x_ND = block->as<Block>()->forward(x_ND, *batch);
-    return x_ND;
-  }
+  torch::Tensor Encode(const EncoderInput& input, SeqBatch* batch);
 
   Embeddings embeddings_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
-  LayerNorm final_norm_{nullptr};  // absent when Block::HasFinalNorm is false
+  LayerNorm final_norm_{nullptr};  // absent when the BlockSpec's final_norm is false
 };
 
 }  // namespace gmlp::model

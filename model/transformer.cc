@@ -77,8 +77,20 @@ double BlockFlops(const EncoderConfig& c, double n) {
   return 8.0 * d * d + 4.0 * n * d + 4.0 * d * f;
 }
 
+bool FinalNormIfPreLn(const EncoderConfig& c) { return c.pre_ln; }
+
 }  // namespace
 
-ArchFormulas TransformerFormulas() { return {&Validate, &BlockParams, &BlockFlops}; }
+// Learned position embeddings; a final LayerNorm only when pre-LN (BERT is post-LN).
+BlockSpec TransformerBlockSpec() {
+  return {
+      &MakeBlock<TransformerBlockImpl>,
+      /*position_embeddings=*/true,
+      &FinalNormIfPreLn,
+      &Validate,
+      &BlockParams,
+      &BlockFlops,
+  };
+}
 
 }  // namespace gmlp::model

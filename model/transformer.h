@@ -16,18 +16,13 @@ namespace gmlp::model {
 
 // Parameters: attn_qkv (d -> 3d, rows [q; k; v]), attn_out (d -> d), attn_norm, ffn_in (d -> f),
 // ffn_out (f -> d), ffn_norm.
-class TransformerBlockImpl : public torch::nn::Module {
+class TransformerBlockImpl : public EncoderBlockImpl {
  public:
   explicit TransformerBlockImpl(const EncoderConfig& config);
-  // x_ND: (n*B, d) -> (n*B, d).
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch);
+  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
   // softmax(q k^T / sqrt(k) + padding bias) v, heads concatenated, then attn_out. h_ND is the
   // (already normalized, for pre-LN) block input.
   torch::Tensor SelfAttention(const torch::Tensor& h_ND, const SeqBatch& batch);
-
-  // For StackedEncoderImpl (model/stacked_encoder.h).
-  static constexpr bool kPositionEmbeddings = true;
-  static bool HasFinalNorm(const EncoderConfig& config) { return config.pre_ln; }
 
  private:
   int64_t n_heads_;
@@ -40,11 +35,8 @@ class TransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
-// Embeddings (with positions) -> blocks.<i> [-> final_norm when pre-LN].
-using TransformerEncoderImpl = StackedEncoderImpl<TransformerBlockImpl>;
-
-// The arch-table formulas of the Transformer (model/arch.h).
-ArchFormulas TransformerFormulas();
+// The block's part of the Transformer row of the arch table (model/arch.h).
+BlockSpec TransformerBlockSpec();
 
 }  // namespace gmlp::model
 

@@ -43,9 +43,7 @@ int PretrainMain(int argc, char** argv) {
   flags.Add("resume", &resume,
             "Continue from the newest complete checkpoint in --out_dir (starts afresh if none).");
   flags.Add("nproc", &nproc, "Spawn this many local ranks (no launcher needed); 1 = this process.");
-  pretrain::TrainConfig::ForEachField(train, [&](const char* name, auto& field, const char* help) {
-    flags.Add(name, &field, help);
-  });
+  flags.AddFields(train);
   const std::vector<std::string> positional = ParseSubcommandFlags(flags, argc, argv);
   if (!positional.empty()) {
     return Fail(argv[0], absl::InvalidArgumentError(

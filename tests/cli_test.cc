@@ -188,36 +188,36 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   EXPECT_EQ(help.at("smoke"), "false");
 }
 
+// Every field of `fields` is a flag of `help`.
+void ExpectAllAreFlags(const std::map<std::string, std::string>& help, const nlohmann::json& fields,
+                       const std::string& what) {
+  for (const auto& item : fields.items()) {
+    EXPECT_EQ(help.count(item.key()), 1u) << what << ": no --" << item.key();
+  }
+}
+
 TEST(SubcommandHelpTest, PrepareShowsPrepareOptionsDefaults) {
   const auto help = HelpDefaults("prepare");
-  const data::PrepareOptions o;
-  ExpectDefaultsMatch(help,
-                      {{"seq_len", o.seq_len},
-                       {"workers", o.workers},
-                       {"valid_fraction", o.valid_fraction},
-                       {"seed", o.seed},
-                       {"shard_input_bytes", o.shard_input_bytes},
-                       {"part", o.part},
-                       {"strict_utf8", o.strict_utf8},
-                       {"max_piece_bytes", o.max_piece_bytes},
-                       {"progress", o.progress}},
-                      "prepare");
+  data::PrepareOptions o;
+  nlohmann::json fields = FieldsJson(o);
+  ExpectAllAreFlags(help, fields, "prepare");
+  // Where from and to: the command's own defaults (the README's layout), not the library's.
+  EXPECT_EQ(help.at("tokenizer"), "runs/tokenizer/spm.model");
+  EXPECT_EQ(help.at("output"), "runs/shards");
+  for (const char* k : {"input", "tokenizer", "output"}) fields.erase(k);
+  ExpectDefaultsMatch(help, fields, "prepare");
+  EXPECT_EQ(help.at("merge"), "false");
 }
 
 TEST(SubcommandHelpTest, TokenizerShowsTrainOptionsDefaults) {
   const auto help = HelpDefaults("tokenizer");
-  const tokenizer::TrainOptions o;
-  ExpectDefaultsMatch(help,
-                      {{"vocab_size", o.vocab_size},
-                       {"model_type", o.model_type},
-                       {"character_coverage", o.character_coverage},
-                       {"byte_fallback", o.byte_fallback},
-                       {"input_sentence_size", o.input_sentence_size},
-                       {"max_sentence_length", o.max_sentence_length},
-                       {"seed", o.seed},
-                       {"strict_utf8", o.strict_utf8},
-                       {"verbose", o.verbose}},
-                      "tokenizer");
+  tokenizer::TrainOptions o;
+  nlohmann::json fields = FieldsJson(o);
+  ExpectAllAreFlags(help, fields, "tokenizer");
+  EXPECT_EQ(help.at("model_prefix"), "runs/tokenizer/spm");
+  fields.erase("model_prefix");
+  ExpectDefaultsMatch(help, fields, "tokenizer");
+  EXPECT_EQ(help.at("output_format"), "id");
 }
 
 TEST(SubcommandHelpTest, PredictShowsItsOwnFlags) {

@@ -7,10 +7,9 @@
 #include <cmath>
 #include <string>
 
-#include "model/gmlp.h"
+#include "model/arch.h"
 #include "model/layers.h"
-#include "model/mixer.h"
-#include "model/transformer.h"
+#include "model/stacked_encoder.h"
 #include "tests/model_test_util.h"
 
 namespace gmlp::model {
@@ -151,10 +150,7 @@ class ParityTest : public ::testing::TestWithParam<NamedConfig> {};
 TEST_P(ParityTest, OneBlockMatchesPlainOpsReference) {
   const EncoderConfig& c = GetParam().config;
   torch::manual_seed(41);
-  std::shared_ptr<torch::nn::Module> block;
-  if (c.arch == "transformer") block = TransformerBlock(c).ptr();
-  if (c.arch == "mixer") block = MixerBlock(c).ptr();
-  if (c.arch == "gmlp" || c.arch == "amlp") block = GmlpBlock(c).ptr();
+  const std::shared_ptr<EncoderBlockImpl> block = FindArch(c.arch)->block.make(c);
   block->to(torch::kDouble);
   Perturb(*block, 0.3, 42);
   block->eval();
@@ -163,12 +159,7 @@ TEST_P(ParityTest, OneBlockMatchesPlainOpsReference) {
   const SeqBatch batch = MakeSeqBatch(in, c.max_seq_len, torch::kDouble);
   const torch::Tensor x_BnD = torch::randn({B, n, c.d_model}, torch::kDouble);
   const torch::Tensor x_ND = x_BnD.transpose(0, 1).reshape({n * B, c.d_model});
-  torch::Tensor out_ND;
-  if (c.arch == "transformer") out_ND = block->as<TransformerBlockImpl>()->forward(x_ND, batch);
-  if (c.arch == "mixer") out_ND = block->as<MixerBlockImpl>()->forward(x_ND, batch);
-  if (c.arch == "gmlp" || c.arch == "amlp") {
-    out_ND = block->as<GmlpBlockImpl>()->forward(x_ND, batch);
-  }
+  const torch::Tensor out_ND = block->forward(x_ND, batch);
   const torch::Tensor out = SeqMajorToBatchMajor(out_ND, n, B);
   const torch::Tensor ref = RefBlock(x_BnD, in.pad_mask, block->named_parameters(), "", c);
   // Padded positions hold garbage by design; compare the real ones.

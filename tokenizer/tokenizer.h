@@ -44,6 +44,33 @@ struct TrainOptions {
   // Called with a one-line progress message after the corpus is read (training can then take
   // minutes); not a knob, so no flag or JSON key.
   std::function<void(absl::string_view)> on_progress;
+
+  // The field list of the training knobs, once: calls visit(name, field, help) for each, with
+  // `self` a TrainOptions or a const one; `gmlp tokenizer train`'s flags are made from it. Not
+  // listed: inputs, num_threads and on_progress, which the command sets itself (--input is
+  // shared with `encode`, --threads is every subcommand's).
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("model_prefix", self.model_prefix,
+          "writes PREFIX.model and PREFIX.vocab (directories are created).");
+    visit("vocab_size", self.vocab_size,
+          "vocabulary size (the 5 special tokens and byte pieces included).");
+    visit("model_type", self.model_type, "unigram or bpe.");
+    visit("character_coverage", self.character_coverage,
+          "fraction of the corpus's characters the vocabulary covers; rarer characters become "
+          "byte pieces (or [UNK] without --byte_fallback).");
+    visit("byte_fallback", self.byte_fallback,
+          "spell characters outside the vocabulary as UTF-8 byte pieces instead of [UNK].");
+    visit("input_sentence_size", self.input_sentence_size,
+          "train on a uniform random sample of at most this many sentences (lines); 0 = all. "
+          "Bounds the trainer's memory on large corpora.");
+    visit("seed", self.seed, "random seed (sentence sampling).");
+    visit("max_sentence_length", self.max_sentence_length,
+          "longer lines are cut at whitespace into sentences of at most this many bytes.");
+    visit("strict_utf8", self.strict_utf8,
+          "stop at the first line of invalid UTF-8 (default: count and skip such lines).");
+    visit("verbose", self.verbose, "show SentencePiece's training log.");
+  }
 };
 
 // What Train read and used.

@@ -44,32 +44,10 @@ struct TokenizerFlags {
 };
 
 void AddFlags(TokenizerFlags* f, FlagSet* flags) {
-  tokenizer::TrainOptions& t = f->train;
   flags->Add("input", &f->inputs,
              "Text files or globs, comma-separated (train: default the shared Wikipedia extract; "
              "encode: default '-' = stdin).");
-  flags->Add("model_prefix", &t.model_prefix,
-             "train: writes PREFIX.model and PREFIX.vocab (directories are created).");
-  flags->Add("vocab_size", &t.vocab_size,
-             "train: vocabulary size (the 5 special tokens and byte pieces included).");
-  flags->Add("model_type", &t.model_type, "train: unigram or bpe.");
-  flags->Add("character_coverage", &t.character_coverage,
-             "train: fraction of the corpus's characters the vocabulary covers; rarer characters "
-             "become byte pieces (or [UNK] without --byte_fallback).");
-  flags->Add("byte_fallback", &t.byte_fallback,
-             "train: spell characters outside the vocabulary as UTF-8 byte pieces instead of "
-             "[UNK].");
-  flags->Add("input_sentence_size", &t.input_sentence_size,
-             "train: train on a uniform random sample of at most this many sentences (lines); "
-             "0 = all. Bounds the trainer's memory on large corpora.");
-  flags->Add("max_sentence_length", &t.max_sentence_length,
-             "train: longer lines are cut at whitespace into sentences of at most this many "
-             "bytes.");
-  flags->Add("seed", &t.seed, "train: random seed (sentence sampling).");
-  flags->Add("strict_utf8", &t.strict_utf8,
-             "train: stop at the first line of invalid UTF-8 (default: count and skip such "
-             "lines).");
-  flags->Add("verbose", &t.verbose, "train: show SentencePiece's training log.");
+  flags->AddFields(f->train, "train: ");
   flags->Add("model", &f->model, "encode: the SentencePiece .model to encode with.");
   flags->Add("output", &f->output, "encode: output file ('-' = stdout).");
   flags->Add("output_format", &f->output_format,
