@@ -92,8 +92,10 @@ nlohmann::json SeedResult::ToJson() const {
                       {"best", best}};
   j["epochs"] = nlohmann::json::array();
   for (const EpochResult& e : epochs) {
-    j["epochs"].push_back(
-        {{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"metrics", e.metrics}});
+    j["epochs"].push_back({{"epoch", e.epoch},
+                           {"train_loss", e.train_loss},
+                           {"padding", e.padding},
+                           {"metrics", e.metrics}});
   }
   return j;
 }
@@ -107,7 +109,7 @@ absl::StatusOr<SeedResult> SeedResult::FromJson(const nlohmann::json& j) {
     r.best = j.at("best").get<SplitMetrics>();
     for (const nlohmann::json& e : j.value("epochs", nlohmann::json::array())) {
       r.epochs.push_back({e.at("epoch").get<int64_t>(), e.at("train_loss").get<double>(),
-                          e.at("metrics").get<SplitMetrics>()});
+                          e.value("padding", 0.0), e.at("metrics").get<SplitMetrics>()});
     }
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("malformed seed result (", e.what(), ")"));
@@ -115,9 +117,40 @@ absl::StatusOr<SeedResult> SeedResult::FromJson(const nlohmann::json& j) {
   return r;
 }
 
+std::vector<int64_t> LengthGroupedOrder(const std::vector<EncodedExample>& examples,
+                                        const std::vector<int64_t>& shuffled, int64_t batch_size,
+                                        std::mt19937_64& rng) {
+  const size_t bs = static_cast<size_t>(batch_size);
+  const size_t pool = bs * 50;
+  std::vector<int64_t> sorted = shuffled;
+  for (size_t begin = 0; begin < sorted.size(); begin += pool) {
+    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin);
+    const auto last =
+        sorted.begin() + static_cast<std::ptrdiff_t>(std::min(sorted.size(), begin + pool));
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
+      return examples[a].ids.size() < examples[b].ids.size();
+    });
+  }
+  // Whole batches in a random order; the remainder (one partial batch) last.
+  const size_t full = sorted.size() / bs;
+  std::vector<size_t> batches(full);
+  std::iota(batches.begin(), batches.end(), 0);
+  std::shuffle(batches.begin(), batches.end(), rng);
+  std::vector<int64_t> order;
+  order.reserve(sorted.size());
+  for (size_t b : batches) {
+    order.insert(order.end(), sorted.begin() + static_cast<std::ptrdiff_t>(b * bs),
+                 sorted.begin() + static_cast<std::ptrdiff_t>((b + 1) * bs));
+  }
+  order.insert(order.end(), sorted.begin() + static_cast<std::ptrdiff_t>(full * bs), sorted.end());
+  return order;
+}
+
 SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
-                         const std::vector<EncodedExample>& examples, int64_t batch_size) {
-  torch::NoGradGuard no_grad;
+                         const std::vector<EncodedExample>& examples, int64_t batch_size,
+                         bool bf16) {
+  c10::InferenceMode inference;
+  model::AutocastScope autocast(bf16);
   classifier->eval();
   SplitPredictions out;
   // Length-sorted batches pad less; results go back to file order.
@@ -223,19 +256,28 @@ torch::Tensor BatchLoss(const TaskSpec& task, model::SequenceClassifier& clf, Pa
   return torch::nn::functional::cross_entropy(out_BC.to(torch::kFloat), target);
 }
 
-// One pass over `train` in `order`; returns the mean training loss.
-absl::StatusOr<double> TrainEpoch(const TaskSpec& task, const std::vector<EncodedExample>& train,
-                                  const std::vector<int64_t>& order, const FinetuneOptions& options,
-                                  uint64_t seed, int64_t epoch, model::SequenceClassifier& clf,
-                                  SeedTraining* t) {
+struct EpochTraining {
+  double loss = 0;     // mean over batches
+  double padding = 0;  // padded positions / all positions of the batches
+};
+
+// One pass over `train` in `order`.
+absl::StatusOr<EpochTraining> TrainEpoch(const TaskSpec& task,
+                                         const std::vector<EncodedExample>& train,
+                                         const std::vector<int64_t>& order,
+                                         const FinetuneOptions& options, uint64_t seed,
+                                         int64_t epoch, model::SequenceClassifier& clf,
+                                         SeedTraining* t) {
   clf->train();
   const size_t n = train.size();
   double loss_sum = 0;
-  int64_t loss_count = 0;
+  int64_t loss_count = 0, positions = 0, real = 0;
   for (int64_t s = 0; s < t->steps_per_epoch; ++s, ++t->step) {
     const size_t begin = static_cast<size_t>(s * options.batch_size);
     const size_t end = std::min(n, begin + options.batch_size);
     PaddedBatch b = MakeBatch(train, order, begin, end);
+    positions += b.batch * b.len;
+    for (uint8_t m : b.mask) real += m;
     torch::Tensor loss = BatchLoss(task, clf, b, t->device, options.bf16);
     for (torch::Tensor& p : t->params) p.mutable_grad() = torch::Tensor();
     loss.backward();
@@ -263,7 +305,10 @@ absl::StatusOr<double> TrainEpoch(const TaskSpec& task, const std::vector<Encode
                    static_cast<double>((t->step + 1) * options.batch_size) / std::max(secs, 1e-9));
     }
   }
-  return loss_sum / std::max<int64_t>(loss_count, 1);
+  EpochTraining out;
+  out.loss = loss_sum / std::max<int64_t>(loss_count, 1);
+  out.padding = positions > 0 ? 1.0 - static_cast<double>(real) / positions : 0;
+  return out;
 }
 
 void LogEpoch(const TaskSpec& task, uint64_t seed, const EpochResult& er) {
@@ -271,9 +316,9 @@ void LogEpoch(const TaskSpec& task, uint64_t seed, const EpochResult& er) {
   for (const auto& [split, metrics] : er.metrics) {
     for (const auto& [m, v] : metrics) absl::StrAppend(&line, " ", split, "/", m, "=", v);
   }
-  std::fprintf(stderr, "finetune %s seed %llu: epoch %lld train_loss %.4f%s\n", task.name.c_str(),
-               static_cast<unsigned long long>(seed), static_cast<long long>(er.epoch),
-               er.train_loss, line.c_str());
+  std::fprintf(stderr, "finetune %s seed %llu: epoch %lld train_loss %.4f padding %.1f%%%s\n",
+               task.name.c_str(), static_cast<unsigned long long>(seed),
+               static_cast<long long>(er.epoch), er.train_loss, 100 * er.padding, line.c_str());
 }
 
 }  // namespace
@@ -299,15 +344,19 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   run.result.selection_score = -std::numeric_limits<double>::infinity();
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
+    const std::vector<int64_t> batches =
+        options.group_by_length ? LengthGroupedOrder(train, order, options.batch_size, rng) : order;
     EpochResult er;
     er.epoch = epoch;
-    GMLP_ASSIGN_OR_RETURN(er.train_loss,
-                          TrainEpoch(task, train, order, options, seed, epoch, clf, &t));
+    GMLP_ASSIGN_OR_RETURN(const EpochTraining et,
+                          TrainEpoch(task, train, batches, options, seed, epoch, clf, &t));
+    er.train_loss = et.loss;
+    er.padding = et.padding;
     // Epochs are selected on the first eval split alone; the others are scored once, with the
     // best epoch's weights, after training (same numbers, a fraction of the evaluation time).
     const EncodedSplit& split = evals[0];
     SplitPredictions p =
-        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
+        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size, options.bf16);
     GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
     const double score = er.metrics[split.name][task.primary_metric()];
     if (!options.quiet) LogEpoch(task, seed, er);
@@ -323,14 +372,14 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
   RestoreState(*clf, best_state);
   clf->eval();
   for (size_t i = 1; i < evals.size(); ++i) {
-    SplitPredictions p =
-        Predict(clf, task.is_regression(), evals[i].examples, options.eval_batch_size);
+    SplitPredictions p = Predict(clf, task.is_regression(), evals[i].examples,
+                                 options.eval_batch_size, options.bf16);
     GMLP_ASSIGN_OR_RETURN(run.result.best[evals[i].name], Score(task, evals[i].examples, p));
     run.result.predictions[evals[i].name] = std::move(p);
   }
   for (const EncodedSplit& split : predict) {
     run.result.predictions[split.name] =
-        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size);
+        Predict(clf, task.is_regression(), split.examples, options.eval_batch_size, options.bf16);
   }
   return run;
 }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct FinetuneOptions {
   int64_t log_every = 100;  // optimizer steps between progress lines; 0 = only per epoch
   bool quiet = false;       // no progress lines at all (tests)
   bool bf16 = false;        // bf16 autocast for the training forward passes
+  // Training batches of similar lengths: each epoch's shuffled order is cut into pools of 50
+  // batches, each pool sorted by length and cut into batches, and the batches shuffled. Far less
+  // padding (batches pad to their longest member) for the same examples per epoch.
+  bool group_by_length = true;
 
   // The field list, once (quiet is for tests: no flag, no JSON key): calls
   // visit(name, field, help) for each; ToJson and the finetuning flags of `gmlp finetune` and
@@ -53,6 +58,9 @@ struct FinetuneOptions {
     visit("clip_norm", self.clip_norm, "global gradient-norm clip; 0 = off");
     visit("eval_batch_size", self.eval_batch_size, "examples per evaluation batch");
     visit("log_every", self.log_every, "steps between progress lines; 0 = per epoch only");
+    visit("group_by_length", self.group_by_length,
+          "training batches of similar lengths (pools of 50 batches sorted by length, batches "
+          "shuffled): less padding");
     visit("bf16", self.bf16,
           "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "
           "bf16; LayerNorm and losses stay fp32");
@@ -68,6 +76,7 @@ using SplitMetrics = std::map<std::string, std::map<std::string, double>>;
 struct EpochResult {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0;
+  double padding = 0;    // fraction of the training batches' positions that were padding
   SplitMetrics metrics;  // the selection split (eval[0]) only
 };
 
@@ -110,9 +119,18 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
                                      const std::vector<EncodedSplit>& predict,
                                      const FinetuneOptions& options, uint64_t seed);
 
-// Runs `classifier` (eval mode, no grad) over `examples` in batches.
+// The order of one training epoch: `shuffled` (a permutation of `examples`' indices) regrouped
+// so that each batch of `batch_size` holds examples of similar length (FinetuneOptions::
+// group_by_length); full batches in a random order from `rng`, a partial one last.
+std::vector<int64_t> LengthGroupedOrder(const std::vector<EncodedExample>& examples,
+                                        const std::vector<int64_t>& shuffled, int64_t batch_size,
+                                        std::mt19937_64& rng);
+
+// Runs `classifier` (eval mode, inference mode) over `examples` in length-sorted batches, under
+// bf16 autocast when `bf16` (FinetuneOptions::bf16: where bf16 is native).
 SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
-                         const std::vector<EncodedExample>& examples, int64_t batch_size);
+                         const std::vector<EncodedExample>& examples, int64_t batch_size,
+                         bool bf16 = false);
 
 // The task's metrics of `pred` against the labels of `examples`.
 absl::StatusOr<std::map<std::string, double>> Score(const TaskSpec& task,

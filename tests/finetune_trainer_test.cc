@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <random>
 
 #include "common/file_util.h"
@@ -225,6 +227,61 @@ TEST_F(TrainerTest, SeedSummaryHasEverySeedAndStatistics) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(*parsed, std::vector<uint64_t>({1, 2, 3}));
   EXPECT_FALSE(ParseSeeds("1,x").ok());
+}
+
+}  // namespace
+}  // namespace gmlp::finetune
+
+namespace gmlp::finetune {
+namespace {
+
+// Length grouping: a permutation of the epoch's examples, full batches of near-equal lengths in
+// a random order, the partial batch last, and far less padding than the plain shuffle.
+TEST(LengthGroupedOrderTest, PermutationWithLessPadding) {
+  std::mt19937 gen(7);
+  std::vector<EncodedExample> examples;
+  for (int i = 0; i < 1000; ++i) {
+    EncodedExample e;
+    e.ids.assign(3 + gen() % 60, 5);
+    e.segments.assign(e.ids.size(), 0);
+    examples.push_back(std::move(e));
+  }
+  std::vector<int64_t> shuffled(examples.size());
+  std::iota(shuffled.begin(), shuffled.end(), 0);
+  std::mt19937_64 rng(3);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  const std::vector<int64_t> grouped = LengthGroupedOrder(examples, shuffled, 16, rng);
+  std::vector<int64_t> sorted = grouped;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> all(examples.size());
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(sorted, all);  // every example once
+  auto padding = [&](const std::vector<int64_t>& order) {
+    int64_t positions = 0, real = 0;
+    for (size_t b = 0; b < order.size(); b += 16) {
+      const PaddedBatch batch = MakeBatch(examples, order, b, std::min(order.size(), b + 16));
+      positions += batch.batch * batch.len;
+      for (uint8_t m : batch.mask) real += m;
+    }
+    return 1.0 - static_cast<double>(real) / positions;
+  };
+  EXPECT_GT(padding(shuffled), 0.3);
+  EXPECT_LT(padding(grouped), 0.1);
+  // The last 1000 % 16 = 8 examples are the partial batch: the longest 8 of the last pool
+  // (examples 800..999 of the shuffled order; pools hold 50 batches).
+  std::vector<int64_t> last_pool(shuffled.begin() + 800, shuffled.end());
+  std::stable_sort(last_pool.begin(), last_pool.end(), [&](int64_t a, int64_t b) {
+    return examples[a].ids.size() < examples[b].ids.size();
+  });
+  EXPECT_EQ(std::vector<int64_t>(grouped.end() - 8, grouped.end()),
+            std::vector<int64_t>(last_pool.end() - 8, last_pool.end()));
+  // Batches are not in length order across the epoch (they were shuffled).
+  bool increasing = true;
+  for (size_t b = 16; b + 16 <= grouped.size(); b += 16) {
+    increasing =
+        increasing && examples[grouped[b]].ids.size() >= examples[grouped[b - 16]].ids.size();
+  }
+  EXPECT_FALSE(increasing);
 }
 
 }  // namespace
