@@ -27,6 +27,14 @@ std::string Sanitize(const std::string& s) {
   return out;
 }
 
+// One color per encoder in every panel (the floors are grey and orange).
+std::string EncoderColor(const std::string& encoder) {
+  static const char* kColors[] = {"#0072b2", "#009e73", "#7b3fe4", "#cc79a7", "#56b4e9"};
+  const int rank = model::ArchRank(encoder);
+  const bool known = model::FindArch(encoder) != nullptr;
+  return known ? kColors[rank % 5] : "#555555";
+}
+
 std::string ParamsLabel(int64_t n) {
   return n >= 1000000 ? absl::StrFormat("%.2fM", n / 1e6) : absl::StrFormat("%.0fk", n / 1e3);
 }
@@ -120,8 +128,9 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
       const std::string file =
           absl::StrCat(basename, "_", Sanitize(ts.first), "_", Sanitize(key), ".dat");
       GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
-      plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 title '",
-                                   model::ArchLabel(key), "'"));
+      plots.push_back(absl::StrCat("'", file,
+                                   "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
+                                   EncoderColor(key), "' title '", model::ArchLabel(key), "'"));
     }
     panel_text.push_back(absl::StrCat("set title '", ts.first, " (", kind, "; ", ts.second, " ",
                                       metric, ")'\nplot ", absl::StrJoin(plots, ", \\\n     "),

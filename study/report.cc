@@ -464,7 +464,7 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
                   count["holds"], " hold, ", count["does not hold"], " go against the paper, ",
                   count["not resolved"], " are not resolved by the intervals and ",
                   count["cannot judge"],
-                  " cannot be judged (the baseline did not clear its floors).\n\n");
+                  " cannot be judged (each line above says why).\n\n");
 }
 
 // Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.

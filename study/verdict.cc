@@ -129,6 +129,149 @@ void Decide(bool negative, PatternVerdict* p) {
                                         : ": the interval contains 0, this run cannot tell");
 }
 
+using TaskSplit = std::pair<std::string, std::string>;
+
+// Every encoder against the baseline on every task split at `size`, appended to `out`; returns
+// which task splits the baseline's floors let be judged.
+std::map<TaskSplit, bool> CompareTasks(const Table& t, const std::string& size,
+                                       const VerdictOptions& o,
+                                       std::vector<TaskComparison>* out) {
+  std::map<TaskSplit, bool> judged;
+  for (const TaskSplit& ts : t.task_splits) {
+    const auto& [task, split] = ts;
+    const SeedRuns* base = Find(t, o.baseline, size, task, split, "none");
+    if (base == nullptr) continue;
+    const std::string& kind = t.kind.at(ts);
+    const FloorCheck floor = CheckFloors(t, *base, size, task, split, kind, o);
+    judged[ts] = floor.judged;
+    for (const std::string& enc : t.encoders) {
+      const SeedRuns* runs = Find(t, enc, size, task, split, "none");
+      if (runs == nullptr) continue;
+      TaskComparison c;
+      c.size = size;
+      c.task = task;
+      c.kind = kind;
+      c.split = split;
+      c.metric = t.metric.at(ts);
+      c.encoder = enc;
+      c.gap = BootstrapGap(*runs, *base, o.bootstrap);
+      c.floor = floor;
+      c.verdict = !floor.judged  ? "cannot judge"
+                  : c.gap.hi < 0 ? "behind"
+                  : c.gap.lo > 0 ? "ahead"
+                                 : "no detectable gap";
+      out->push_back(std::move(c));
+    }
+  }
+  return judged;
+}
+
+// One size's table, the options and which task splits were judged: what each pattern reads.
+struct SizeView {
+  const Table& t;
+  std::string size;
+  const VerdictOptions& o;
+  std::map<TaskSplit, bool> judged;
+
+  const SeedRuns* Runs(const std::string& encoder, const TaskSplit& ts) const {
+    return Find(t, encoder, size, ts.first, ts.second, "none");
+  }
+  bool Judged(const TaskSplit& ts) const {
+    auto it = judged.find(ts);
+    return it != judged.end() && it->second;
+  }
+};
+
+PatternVerdict CrossVsSingle(const SizeView& s) {
+  PatternVerdict p = NewPattern(s.size, "cross_vs_single",
+                                "gMLP lags the Transformer more on cross-sentence than on "
+                                "single-sentence tasks");
+  std::vector<TaskSplit> cross, single;
+  for (const TaskSplit& ts : s.t.task_splits) {
+    if (!s.Judged(ts) || s.Runs(s.o.gmlp, ts) == nullptr || s.Runs(s.o.baseline, ts) == nullptr) {
+      continue;
+    }
+    if (s.t.kind.at(ts) == "cross") cross.push_back(ts);
+    if (s.t.kind.at(ts) == "single") single.push_back(ts);
+  }
+  if (cross.empty() || single.empty()) {
+    p.verdict = "cannot judge";
+    p.reason = absl::StrCat(
+        "needs a judged cross-sentence and a judged single-sentence task with gMLP runs; have ",
+        cross.size(), " and ", single.size());
+    return p;
+  }
+  std::vector<ContrastTerm> terms;
+  for (const TaskSplit& ts : cross) {
+    terms.push_back({1.0 / cross.size(), s.Runs(s.o.gmlp, ts)});
+    terms.push_back({-1.0 / cross.size(), s.Runs(s.o.baseline, ts)});
+    p.tasks.push_back(ts.first);
+  }
+  for (const TaskSplit& ts : single) {
+    terms.push_back({-1.0 / single.size(), s.Runs(s.o.gmlp, ts)});
+    terms.push_back({1.0 / single.size(), s.Runs(s.o.baseline, ts)});
+    p.tasks.push_back(ts.first);
+  }
+  p.estimate = BootstrapContrast(terms, s.o.bootstrap);
+  Decide(/*negative=*/true, &p);
+  return p;
+}
+
+PatternVerdict AmlpClosesGap(const SizeView& s) {
+  PatternVerdict p =
+      NewPattern(s.size, "amlp_closes_gap", "aMLP beats gMLP on cross-sentence tasks");
+  std::vector<TaskSplit> cross;
+  for (const TaskSplit& ts : s.t.task_splits) {
+    if (s.Judged(ts) && s.t.kind.at(ts) == "cross" && s.Runs(s.o.gmlp, ts) != nullptr &&
+        s.Runs(s.o.amlp, ts) != nullptr) {
+      cross.push_back(ts);
+    }
+  }
+  if (cross.empty()) {
+    p.verdict = "cannot judge";
+    p.reason = "no judged cross-sentence task with both gMLP and aMLP runs";
+    return p;
+  }
+  std::vector<ContrastTerm> terms;
+  for (const TaskSplit& ts : cross) {
+    terms.push_back({1.0 / cross.size(), s.Runs(s.o.amlp, ts)});
+    terms.push_back({-1.0 / cross.size(), s.Runs(s.o.gmlp, ts)});
+    p.tasks.push_back(ts.first);
+  }
+  p.estimate = BootstrapContrast(terms, s.o.bootstrap);
+  Decide(/*negative=*/false, &p);
+  return p;
+}
+
+PatternVerdict ProbeAlignment(const SizeView& s) {
+  PatternVerdict p = NewPattern(s.size, "probe_alignment",
+                                "gMLP falls behind the Transformer on the shifted probe more "
+                                "than on the aligned one");
+  TaskSplit aligned, shifted;
+  bool have_aligned = false, have_shifted = false;
+  for (const TaskSplit& ts : s.t.task_splits) {
+    if (ts.first == s.o.probe_aligned && !have_aligned) aligned = ts, have_aligned = true;
+    if (ts.first == s.o.probe_shifted && !have_shifted) shifted = ts, have_shifted = true;
+  }
+  p.verdict = "cannot judge";
+  if (!have_aligned || !have_shifted) {
+    p.reason = "the probe's two versions are not both in results.csv";
+  } else if (!s.Judged(aligned) || !s.Judged(shifted)) {
+    p.reason = "the Transformer does not clear the floors on both probe versions";
+  } else if (s.Runs(s.o.gmlp, aligned) == nullptr || s.Runs(s.o.gmlp, shifted) == nullptr) {
+    p.reason = "no gMLP runs on both probe versions";
+  } else {
+    p.estimate = BootstrapContrast({{1, s.Runs(s.o.gmlp, shifted)},
+                                    {-1, s.Runs(s.o.baseline, shifted)},
+                                    {-1, s.Runs(s.o.gmlp, aligned)},
+                                    {1, s.Runs(s.o.baseline, aligned)}},
+                                   s.o.bootstrap);
+    p.tasks = {aligned.first, shifted.first};
+    Decide(/*negative=*/true, &p);
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string FormatPoints(const Interval& i) {
@@ -145,128 +288,10 @@ absl::StatusOr<StudyVerdicts> ComputeVerdicts(const std::vector<ResultRow>& rows
   }
   StudyVerdicts v;
   for (const std::string& size : t.sizes) {
-    // (task, split) -> judged, for the patterns.
-    std::map<std::pair<std::string, std::string>, bool> judged;
-    for (const auto& ts : t.task_splits) {
-      const auto& [task, split] = ts;
-      const SeedRuns* base = Find(t, o.baseline, size, task, split, "none");
-      if (base == nullptr) continue;
-      const std::string& kind = t.kind.at(ts);
-      const FloorCheck floor = CheckFloors(t, *base, size, task, split, kind, o);
-      judged[ts] = floor.judged;
-      for (const std::string& enc : t.encoders) {
-        const SeedRuns* runs = Find(t, enc, size, task, split, "none");
-        if (runs == nullptr) continue;
-        TaskComparison c;
-        c.size = size;
-        c.task = task;
-        c.kind = kind;
-        c.split = split;
-        c.metric = t.metric.at(ts);
-        c.encoder = enc;
-        c.gap = BootstrapGap(*runs, *base, o.bootstrap);
-        c.floor = floor;
-        c.verdict = !floor.judged  ? "cannot judge"
-                    : c.gap.hi < 0 ? "behind"
-                    : c.gap.lo > 0 ? "ahead"
-                                   : "no detectable gap";
-        v.comparisons.push_back(std::move(c));
-      }
-    }
-    auto runs = [&](const std::string& enc, const std::pair<std::string, std::string>& ts) {
-      return Find(t, enc, size, ts.first, ts.second, "none");
-    };
-    // cross_vs_single
-    {
-      PatternVerdict p = NewPattern(size, "cross_vs_single",
-                                    "gMLP lags the Transformer more on cross-sentence than on "
-                                    "single-sentence tasks");
-      std::vector<std::pair<std::string, std::string>> cross, single;
-      for (const auto& ts : t.task_splits) {
-        if (!judged[ts] || runs(o.gmlp, ts) == nullptr || runs(o.baseline, ts) == nullptr) continue;
-        if (t.kind.at(ts) == "cross") cross.push_back(ts);
-        if (t.kind.at(ts) == "single") single.push_back(ts);
-      }
-      if (cross.empty() || single.empty()) {
-        p.verdict = "cannot judge";
-        p.reason = absl::StrCat(
-            "needs a judged cross-sentence and a judged single-sentence task "
-            "with gMLP runs; have ",
-            cross.size(), " and ", single.size());
-      } else {
-        std::vector<ContrastTerm> terms;
-        for (const auto& ts : cross) {
-          terms.push_back({1.0 / cross.size(), runs(o.gmlp, ts)});
-          terms.push_back({-1.0 / cross.size(), runs(o.baseline, ts)});
-          p.tasks.push_back(ts.first);
-        }
-        for (const auto& ts : single) {
-          terms.push_back({-1.0 / single.size(), runs(o.gmlp, ts)});
-          terms.push_back({1.0 / single.size(), runs(o.baseline, ts)});
-          p.tasks.push_back(ts.first);
-        }
-        p.estimate = BootstrapContrast(terms, o.bootstrap);
-        Decide(/*negative=*/true, &p);
-      }
-      v.patterns.push_back(std::move(p));
-    }
-    // amlp_closes_gap
-    {
-      PatternVerdict p =
-          NewPattern(size, "amlp_closes_gap", "aMLP beats gMLP on cross-sentence tasks");
-      std::vector<ContrastTerm> terms;
-      std::vector<std::pair<std::string, std::string>> cross;
-      for (const auto& ts : t.task_splits) {
-        if (judged[ts] && t.kind.at(ts) == "cross" && runs(o.gmlp, ts) != nullptr &&
-            runs(o.amlp, ts) != nullptr) {
-          cross.push_back(ts);
-        }
-      }
-      for (const auto& ts : cross) {
-        terms.push_back({1.0 / cross.size(), runs(o.amlp, ts)});
-        terms.push_back({-1.0 / cross.size(), runs(o.gmlp, ts)});
-        p.tasks.push_back(ts.first);
-      }
-      if (cross.empty()) {
-        p.verdict = "cannot judge";
-        p.reason = "no judged cross-sentence task with both gMLP and aMLP runs";
-      } else {
-        p.estimate = BootstrapContrast(terms, o.bootstrap);
-        Decide(/*negative=*/false, &p);
-      }
-      v.patterns.push_back(std::move(p));
-    }
-    // probe_alignment
-    {
-      PatternVerdict p = NewPattern(size, "probe_alignment",
-                                    "gMLP falls behind the Transformer on the shifted probe more "
-                                    "than on the aligned one");
-      std::pair<std::string, std::string> aligned, shifted;
-      bool have_aligned = false, have_shifted = false;
-      for (const auto& ts : t.task_splits) {
-        if (ts.first == o.probe_aligned && !have_aligned) aligned = ts, have_aligned = true;
-        if (ts.first == o.probe_shifted && !have_shifted) shifted = ts, have_shifted = true;
-      }
-      if (!have_aligned || !have_shifted) {
-        p.verdict = "cannot judge";
-        p.reason = "the probe's two versions are not both in results.csv";
-      } else if (!judged[aligned] || !judged[shifted]) {
-        p.verdict = "cannot judge";
-        p.reason = "the Transformer does not clear the floors on both probe versions";
-      } else if (runs(o.gmlp, aligned) == nullptr || runs(o.gmlp, shifted) == nullptr) {
-        p.verdict = "cannot judge";
-        p.reason = "no gMLP runs on both probe versions";
-      } else {
-        p.estimate = BootstrapContrast({{1, runs(o.gmlp, shifted)},
-                                        {-1, runs(o.baseline, shifted)},
-                                        {-1, runs(o.gmlp, aligned)},
-                                        {1, runs(o.baseline, aligned)}},
-                                       o.bootstrap);
-        p.tasks = {aligned.first, shifted.first};
-        Decide(/*negative=*/true, &p);
-      }
-      v.patterns.push_back(std::move(p));
-    }
+    const SizeView view{t, size, o, CompareTasks(t, size, o, &v.comparisons)};
+    v.patterns.push_back(CrossVsSingle(view));
+    v.patterns.push_back(AmlpClosesGap(view));
+    v.patterns.push_back(ProbeAlignment(view));
   }
   return v;
 }
