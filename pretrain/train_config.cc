@@ -1,8 +1,7 @@
 #include "pretrain/train_config.h"
 
-#include <set>
-
 #include "absl/strings/str_cat.h"
+#include "common/field_json.h"
 
 namespace gmlp::pretrain {
 
@@ -14,30 +13,10 @@ nlohmann::json TrainConfig::ToJson() const {
 
 absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
                                                   const TrainConfig& base) {
-  if (!j.is_object()) return absl::InvalidArgumentError("training config: expected a JSON object");
   TrainConfig c = base;
-  std::set<std::string> known;
-  absl::Status status;
-  ForEachField(c, [&](const char* name, auto& field, const char*) {
-    known.insert(name);
-    if (!status.ok() || !j.contains(name)) return;
-    try {
-      j.at(name).get_to(field);
-    } catch (const nlohmann::json::exception& e) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("training config key \"", name, "\": wrong type (", e.what(), ")"));
-    }
-  });
-  if (!status.ok()) return status;
-  for (const auto& item : j.items()) {
-    // The encoder's section and preset name are PretrainConfig's.
-    if (item.key() == "model" || item.key() == "preset") continue;
-    if (known.count(item.key()) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("training config: unknown key \"", item.key(),
-                       "\"; see `gmlp pretrain --help` for the valid names"));
-    }
-  }
+  // The encoder's section and preset name are PretrainConfig's.
+  absl::Status st = FieldsFromJson(j, "training config", &c, {"model", "preset"});
+  if (!st.ok()) return st;
   return c;
 }
 
