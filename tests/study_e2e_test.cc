@@ -1,8 +1,9 @@
 // End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards, the
 // alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
 // MNLI-like and both probe versions with two seeds, the Transformer's second-segment-only
-// controls) writes results.csv with every seed's predictions, report.md and the plots, and resumes
-// without redoing finished cells; then `gmlp finetune` from one of its pretrained encoders writes
+// controls) writes results.csv with every seed's predictions, report.md and the plots, resumes
+// without redoing finished cells, and resumes from its export (scripts/export_study.sh) in another
+// folder; then `gmlp finetune` from one of its pretrained encoders writes
 // results, dev predictions, the GLUE submission file and a model that `gmlp predict` loads.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -68,6 +69,7 @@ class EndToEndTest : public ::testing::Test {
 
   void StudyWritesCsvReportAndPlot();
   void StudyResumesWithoutRedoingFinishedCells();
+  void StudyExportResumesElsewhere();
   void FinetuneThenPredict();
   void PredictPairTask();
 
@@ -144,6 +146,47 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   auto refused = RunStudy(other);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("pretrain_steps"), std::string::npos);
+}
+
+// scripts/export_study.sh keeps what a finished study needs to be resumed in another folder (on
+// another machine) without checkpoints, shards or the corpus extract; the resumed run redoes no
+// cell, rebuilds the same shards from the kept tokenizer and writes the same tables.
+void EndToEndTest::StudyExportResumesElsewhere() {
+  const std::string out = config_->output;
+  const std::string exported = JoinPath(*dir_, "exported");
+  const std::string script = GMLP_SOURCE_DIR "/scripts/export_study.sh";
+  ASSERT_EQ(
+      std::system(("bash '" + script + "' '" + out + "' '" + exported + "' >/dev/null").c_str()),
+      0);
+  EXPECT_TRUE(PathExists(JoinPath(exported, "cells/gmlp-tiny/cell.json")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, "data/tokenizer.model")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, "data/probe/probe.json")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, "data/shards")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, "data/corpus.txt")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, "cells/gmlp-tiny/pretrain/checkpoints")));
+  // A folder that is not a study is refused.
+  EXPECT_NE(std::system(
+                ("bash '" + script + "' '" + *dir_ + "' '" + exported + "2' 2>/dev/null").c_str()),
+            0);
+
+  StudyConfig moved = *config_;
+  moved.output = JoinPath(*dir_, "resumed");
+  ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + moved.output + "'").c_str()), 0);
+  const int64_t cell_before = MTimeNs(JoinPath(moved.output, "cells/gmlp-tiny/cell.json"));
+  auto report = RunStudy(moved);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(MTimeNs(JoinPath(moved.output, "cells/gmlp-tiny/cell.json")), cell_before);
+  EXPECT_FALSE(PathExists(JoinPath(moved.output, "cells/gmlp-tiny/pretrain/checkpoints")));
+  for (const char* table : {"results.csv", "summary.csv", "cells.csv", "curves.csv"}) {
+    auto a = ReadFile(JoinPath(out, table));
+    auto b = ReadFile(JoinPath(moved.output, table));
+    ASSERT_TRUE(a.ok() && b.ok()) << table;
+    EXPECT_EQ(*a, *b) << table;
+  }
+  EXPECT_EQ(
+      std::system(
+          ("cd '" + moved.output + "/data/shards' && md5sum --quiet -c ../shards.md5").c_str()),
+      0);
 }
 
 void EndToEndTest::FinetuneThenPredict() {
@@ -251,6 +294,10 @@ TEST_F(EndToEndTest, StudyFinetunePredict) {
   {
     SCOPED_TRACE("study resume");
     StudyResumesWithoutRedoingFinishedCells();
+  }
+  {
+    SCOPED_TRACE("study export, resumed in another folder");
+    StudyExportResumesElsewhere();
   }
 }
 
