@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -219,6 +220,17 @@ bool UsesProbe(const StudyConfig& config) {
   return false;
 }
 
+// The data paths a study uses: the tokenizer and shards the config names, else those its data
+// stages write under <output>/data.
+StudyData DataPaths(const StudyConfig& config) {
+  const std::string data_out = JoinPath(config.output, "data");
+  StudyData d{config.tokenizer, config.shards, ""};
+  if (d.tokenizer_model.empty()) d.tokenizer_model = JoinPath(data_out, "tokenizer.model");
+  if (d.shard_dir.empty()) d.shard_dir = JoinPath(data_out, "shards");
+  if (UsesProbe(config)) d.probe_dir = JoinPath(data_out, "probe");
+  return d;
+}
+
 // The data stages' wall times, kept in data/stages.json across invocations (a resumed study
 // reports the stages an earlier invocation ran).
 class StageLog {
@@ -317,39 +329,33 @@ absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress&
   const std::string data_out = JoinPath(config.output, "data");
   GMLP_RETURN_IF_ERROR(MakeDirs(data_out));
   const std::string corpus_txt = JoinPath(data_out, "corpus.txt");
-  StudyData d{config.tokenizer, config.shards, ""};
+  const StudyData d = DataPaths(config);
   const std::string corpus = finetune::ResolveDataPath(config.data_dir, config.corpus);
   if (!PathExists(corpus)) {
     return absl::NotFoundError(absl::StrCat(
         corpus, ": corpus not found; pass --corpus=<text/.xz/.gz> (relative to --data_dir)"));
   }
-  if ((d.tokenizer_model.empty() || d.shard_dir.empty()) && !PathExists(corpus_txt)) {
+  const bool make_tokenizer = config.tokenizer.empty() && !PathExists(d.tokenizer_model);
+  const bool make_shards =
+      config.shards.empty() && !PathExists(JoinPath(d.shard_dir, "manifest.json"));
+  if ((make_tokenizer || make_shards) && !PathExists(corpus_txt)) {
     GMLP_RETURN_IF_ERROR(log->Time(
         "corpus extract", [&] { return ExtractStage(config, corpus, corpus_txt, progress); }));
   }
-  if (d.tokenizer_model.empty()) {
-    d.tokenizer_model = JoinPath(data_out, "tokenizer.model");
-    if (!PathExists(d.tokenizer_model)) {
-      GMLP_RETURN_IF_ERROR(log->Time("tokenizer training", [&] {
-        return TokenizerStage(config, corpus_txt, data_out, progress);
-      }));
-    }
+  if (make_tokenizer) {
+    GMLP_RETURN_IF_ERROR(log->Time("tokenizer training", [&] {
+      return TokenizerStage(config, corpus_txt, data_out, progress);
+    }));
   }
-  if (d.shard_dir.empty()) {
-    d.shard_dir = JoinPath(data_out, "shards");
-    if (!PathExists(JoinPath(d.shard_dir, "manifest.json"))) {
-      double tokens = 0;
-      GMLP_RETURN_IF_ERROR(log->Time(
-          "shards", [&] { return ShardStage(config, corpus_txt, d, progress, &tokens); }, &tokens,
-          "tokens"));
-    }
+  if (make_shards) {
+    double tokens = 0;
+    GMLP_RETURN_IF_ERROR(log->Time(
+        "shards", [&] { return ShardStage(config, corpus_txt, d, progress, &tokens); }, &tokens,
+        "tokens"));
   }
-  if (UsesProbe(config)) {
-    d.probe_dir = JoinPath(data_out, "probe");
-    if (!PathExists(JoinPath(d.probe_dir, "probe.json"))) {
-      GMLP_RETURN_IF_ERROR(log->Time("alignment probe generation",
-                                     [&] { return ProbeStage(config, corpus, d, progress); }));
-    }
+  if (!d.probe_dir.empty() && !PathExists(JoinPath(d.probe_dir, "probe.json"))) {
+    GMLP_RETURN_IF_ERROR(log->Time("alignment probe generation",
+                                   [&] { return ProbeStage(config, corpus, d, progress); }));
   }
   return d;
 }
@@ -564,21 +570,33 @@ bool Covers(const std::vector<std::pair<std::string, std::string>>& runs, const 
   return true;
 }
 
+std::string CellDir(const StudyConfig& config, const CellSpec& cell) {
+  return JoinPath(JoinPath(config.output, "cells"), cell.name);
+}
+
+// The cell's result when an earlier invocation finished every run asked for now.
+absl::StatusOr<std::optional<CellResult>> FinishedCell(const StudyConfig& config,
+                                                       const CellSpec& cell) {
+  const std::string done = JoinPath(CellDir(config, cell), "cell.json");
+  if (!PathExists(done)) return std::nullopt;
+  GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(done, kRedo));
+  GMLP_ASSIGN_OR_RETURN(CellResult r, CellResult::FromJson(j));
+  if (!Covers(CellRuns(config, cell), r)) return std::nullopt;
+  return r;
+}
+
 // Runs (or reuses) one cell: pretraining, perplexity, finetuning; then writes cell.json.
 absl::StatusOr<CellResult> RunCell(const StudyConfig& config, const StudyData& data,
                                    const CellSpec& cell, const std::string& where,
                                    const Progress& progress) {
-  const std::string cell_dir = JoinPath(JoinPath(config.output, "cells"), cell.name);
+  GMLP_ASSIGN_OR_RETURN(std::optional<CellResult> finished, FinishedCell(config, cell));
+  if (finished.has_value()) {
+    progress(absl::StrCat(where, ": done earlier, skipped"));
+    return *std::move(finished);
+  }
+  const std::string cell_dir = CellDir(config, cell);
   const std::string done = JoinPath(cell_dir, "cell.json");
   const auto runs = CellRuns(config, cell);
-  if (PathExists(done)) {
-    GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(done, kRedo));
-    GMLP_ASSIGN_OR_RETURN(CellResult r, CellResult::FromJson(j));
-    if (Covers(runs, r)) {
-      progress(absl::StrCat(where, ": done earlier, skipped"));
-      return r;
-    }
-  }
   GMLP_RETURN_IF_ERROR(MakeDirs(cell_dir));
   CellResult r;
   r.name = cell.name;
@@ -667,24 +685,15 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
   return ctx;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
-  GMLP_RETURN_IF_ERROR(config.Validate());
-  Progress progress;
+// The study's outputs from the results of `cells`: report.md, the tables and plots, timings.
+absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyData& data,
+                                        const std::vector<CellSpec>& cells,
+                                        const std::vector<CellResult>& results, const StageLog& log,
+                                        const Progress& progress,
+                                        std::vector<std::string> extra_notes) {
   const std::string& out = config.output;
-  GMLP_RETURN_IF_ERROR(MakeDirs(out));
-  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
-  StageLog log(JoinPath(JoinPath(out, "data"), "stages.json"));
-  GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
-  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
-  std::vector<CellResult> results;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    const std::string where = absl::StrCat("cell ", i + 1, "/", cells.size(), " ", cells[i].name);
-    GMLP_ASSIGN_OR_RETURN(CellResult r, RunCell(config, data, cells[i], where, progress));
-    results.push_back(std::move(r));
-  }
   ReportContext context = Context(config, data, cells, progress.Seconds());
+  for (std::string& note : extra_notes) context.notes.push_back(std::move(note));
   context.stages = log.stages();
   for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
   GMLP_RETURN_IF_ERROR(RecordTimings(config, context.stages));
@@ -694,6 +703,65 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   progress(absl::StrCat("done: report ", report, ", results ", JoinPath(out, "results.csv"),
                         ", plot ", JoinPath(out, "accuracy_vs_params.png")));
   return report;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
+  GMLP_RETURN_IF_ERROR(config.Validate());
+  Progress progress;
+  GMLP_RETURN_IF_ERROR(MakeDirs(config.output));
+  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
+  StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
+  GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
+  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
+  std::vector<CellResult> results;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const std::string where = absl::StrCat("cell ", i + 1, "/", cells.size(), " ", cells[i].name);
+    GMLP_ASSIGN_OR_RETURN(CellResult r, RunCell(config, data, cells[i], where, progress));
+    results.push_back(std::move(r));
+  }
+  return WriteReport(config, data, cells, results, log, progress, {});
+}
+
+absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
+  GMLP_RETURN_IF_ERROR(config.Validate());
+  Progress progress;
+  if (!PathExists(JoinPath(config.output, "study.json"))) {
+    return absl::NotFoundError(absl::StrCat(config.output,
+                                            "/study.json not found: no study has started in "
+                                            "this --output; run it without --report_only"));
+  }
+  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
+  const StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
+  const StudyData data = DataPaths(config);
+  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
+  std::vector<CellSpec> done_cells;
+  std::vector<CellResult> results;
+  std::vector<std::string> missing;
+  for (const CellSpec& cell : cells) {
+    GMLP_ASSIGN_OR_RETURN(std::optional<CellResult> r, FinishedCell(config, cell));
+    if (r.has_value()) {
+      done_cells.push_back(cell);
+      results.push_back(*std::move(r));
+    } else {
+      missing.push_back(cell.name);
+    }
+  }
+  if (results.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(config.output, ": no cell has finished yet (", cells.size(),
+                     " to run); --report_only reports finished cells"));
+  }
+  std::vector<std::string> notes;
+  if (!missing.empty()) {
+    notes.push_back(absl::StrCat("**Interim report** (`--report_only`): ", results.size(), " of ",
+                                 cells.size(),
+                                 " cells have finished; not yet: ", absl::StrJoin(missing, ", "),
+                                 ". Every number below is from the finished cells alone."));
+  }
+  progress(absl::StrCat("report of ", results.size(), " of ", cells.size(), " finished cells"));
+  return WriteReport(config, data, done_cells, results, log, progress, std::move(notes));
 }
 
 }  // namespace gmlp::study

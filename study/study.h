@@ -18,6 +18,12 @@ namespace gmlp::study {
 // Runs (or resumes) the study and returns the path of report.md.
 absl::StatusOr<std::string> RunStudy(const StudyConfig& config);
 
+// Writes report.md, the tables and plots from the cells an earlier (or still running) RunStudy
+// in config.output has finished, running nothing; the report names the cells not finished yet.
+// For a long run in parts: what it says so far. Refused when the settings differ from the
+// study's or no cell has finished.
+absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config);
+
 }  // namespace gmlp::study
 
 #endif  // GMLP_STUDY_STUDY_H_

@@ -19,12 +19,17 @@ constexpr char kUsage[] =
     "shared data: tokenizer, shards, then per cell (encoder x size) MLM pretraining for the "
     "same steps, held-out perplexity and finetuning on each task with k seeds. Resumable: "
     "re-run the same command to continue. Writes results.csv, summary.csv, report.md and "
-    "accuracy_vs_params.{png,svg}. The defaults took 63 minutes on 2 cores in fp32 (2026-12-01), 68% of it pretraining. --smoke "
+    "accuracy_vs_params.{png,svg}. The defaults took 63 minutes on 2 cores in fp32 (2026-12-01), "
+    "68% of it pretraining. --smoke "
     "starts from the smoke preset and --config=FILE from a settings file; flags given with "
     "them still win. --tokenizer names an existing .model.";
 
 // Registers every flag of `gmlp study`, bound to `c`.
-void AddStudyFlags(study::StudyConfig* c, bool* smoke, std::string* config_file, FlagSet* flags) {
+void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::string* config_file,
+                   FlagSet* flags) {
+  flags->Add("report_only", report_only,
+             "run nothing: write the report, tables and plots of the cells finished so far in "
+             "--output (with the same settings), naming those not finished yet");
   flags->Add("smoke", smoke,
              "start from the smoke preset: a two-cell grid with a few steps (minutes) that checks "
              "the whole pipeline end to end");
@@ -59,10 +64,10 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, std::string* config_file,
 
 int StudyMain(int argc, char** argv) {
   study::StudyConfig c;
-  bool smoke = false;
+  bool smoke = false, report_only = false;
   std::string config_file;
   FlagSet flags(argv[0], kUsage);
-  AddStudyFlags(&c, &smoke, &config_file, &flags);
+  AddStudyFlags(&c, &smoke, &report_only, &config_file, &flags);
   ParseSubcommandFlags(flags, argc, argv);
   if (smoke || !config_file.empty()) {
     // Defaults, then the preset, then the file; the flags given on the command line are set
@@ -73,7 +78,7 @@ int StudyMain(int argc, char** argv) {
     if (st.ok()) st = flags.Reapply();
     if (!st.ok()) return Fail(argv[0], st);
   }
-  auto report = study::RunStudy(c);
+  auto report = report_only ? study::ReportStudySoFar(c) : study::RunStudy(c);
   if (!report.ok()) return Fail(argv[0], report.status());
   std::printf("study: report at %s\n", report->c_str());
   return 0;

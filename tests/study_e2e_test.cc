@@ -1,10 +1,11 @@
 // End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards, the
 // alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
 // MNLI-like and both probe versions with two seeds, the Transformer's second-segment-only
-// controls) writes results.csv with every seed's predictions, report.md and the plots, resumes
-// without redoing finished cells, and resumes from its export (scripts/export_study.sh) in another
-// folder; then `gmlp finetune` from one of its pretrained encoders writes
-// results, dev predictions, the GLUE submission file and a model that `gmlp predict` loads.
+// controls) writes results.csv with every seed's predictions, report.md and the plots, reports
+// its finished cells alone (--report_only), resumes without redoing finished cells, and resumes
+// from its export (scripts/export_study.sh) in another folder; then `gmlp finetune` from one of its
+// pretrained encoders writes results, dev predictions, the GLUE submission file and a model that
+// `gmlp predict` loads.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
@@ -134,6 +135,28 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   ASSERT_EQ(std::remove(done_g.c_str()), 0);
   std::system(("rm -rf '" + JoinPath(out, "cells/gmlp-tiny/ft/MNLI-like") + "'").c_str());
   const int64_t sst_before = MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
+  {
+    // Meanwhile, an interim report of the finished cell alone, running nothing.
+    auto interim = study::ReportStudySoFar(*config_);
+    ASSERT_TRUE(interim.ok()) << interim.status();
+    auto md = ReadFile(*interim);
+    ASSERT_TRUE(md.ok());
+    EXPECT_NE(md->find("**Interim report** (`--report_only`): 1 of 2 cells have finished; not "
+                       "yet: gmlp-tiny."),
+              std::string::npos)
+        << *md;
+    EXPECT_EQ(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
+    // The Transformer's 4 tasks x 2 seeds, its 3 controls x 2 seeds, 4 majority rows, header.
+    EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 4u * 2 + 3 * 2 + 4 + 1);
+    EXPECT_FALSE(PathExists(done_g));
+    EXPECT_FALSE(PathExists(JoinPath(out, "cells/gmlp-tiny/ft/MNLI-like")));
+    StudyConfig nowhere = *config_;
+    nowhere.output = JoinPath(*dir_, "no-study-here");
+    auto none = study::ReportStudySoFar(nowhere);
+    ASSERT_FALSE(none.ok());
+    EXPECT_NE(none.status().message().find("without --report_only"), std::string::npos)
+        << none.status();
+  }
   auto report = RunStudy(*config_);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(MTimeNs(done_t), t_before);  // finished cell untouched
