@@ -328,9 +328,11 @@ absl::Status Trainer::Run() {
   const bool rank0 = dist_->rank() == 0;
   const auto run_start = Clock::now();
   const int64_t first_step = step_;
-  // Throughput over the steps since the last log line, by wall clock: on a GPU the steps in
-  // between only enqueue work, so the sync at the log step is where their time shows.
+  // Throughput over the steps since the last log line, by wall clock less the evaluations and
+  // checkpoints in between: on a GPU the steps only enqueue work, so the sync at the log step
+  // is where their time shows.
   auto interval_start = Clock::now();
+  double interval_excluded = 0;  // seconds of evaluation and checkpointing in the interval
   double interval_wait = 0;
   int64_t interval_steps = 0;
   auto every = [&](int64_t n) { return n > 0 && step_ % n == 0; };
@@ -348,7 +350,7 @@ absl::Status Trainer::Run() {
       const bool last = step_ == config_.steps;
       if (every(config_.log_every) || last) {
         if (rank0) {
-          const double interval_s = Seconds(interval_start);
+          const double interval_s = Seconds(interval_start) - interval_excluded;
           // Every step of a run has the same global batch shape.
           const double tps = interval_s > 0 ? interval_steps * s.tokens / interval_s : 0;
           const double mfu = peak_gflops_ > 0 ? options_.flops_per_token * tps /
@@ -371,9 +373,11 @@ absl::Status Trainer::Run() {
         }
         interval_wait = 0;
         interval_steps = 0;
+        interval_excluded = 0;
         interval_start = Clock::now();
       }
       if (valid_ != nullptr && (every(config_.eval_every) || last)) {
+        const auto eval_start = Clock::now();
         GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
         if (rank0) {
           GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
@@ -388,11 +392,12 @@ absl::Status Trainer::Run() {
                                 e.loss, e.perplexity, e.accuracy));
           }
         }
-        interval_start = Clock::now();  // evaluation time is not training time
+        interval_excluded += Seconds(eval_start);  // evaluation time is not training time
       }
       if (every(config_.checkpoint_every) || last) {
+        const auto save_start = Clock::now();
         GMLP_RETURN_IF_ERROR(SaveCheckpoint());
-        interval_start = Clock::now();
+        interval_excluded += Seconds(save_start);
       }
     }
     if (last_checkpoint_step_ != step_) GMLP_RETURN_IF_ERROR(SaveCheckpoint());

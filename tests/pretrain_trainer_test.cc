@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -431,6 +432,44 @@ TEST(TrainerTest, MetricsRecordsAndEvaluation) {
   EXPECT_EQ(train, 4);  // steps 2, 4, 6, 8
   EXPECT_EQ(eval, 2);   // steps 4, 8
   EXPECT_TRUE(PathExists(dir + "/config.json"));
+}
+
+// The logged tokens/s counts every step since the last log line over those steps' training
+// time: evaluations (and checkpoints) in between are left out of the time, not the step count.
+// Evaluating after every step (50 batches each, far longer than a step) must not raise the
+// logged rate above that of the same run without evaluation; when the interval restarted at each
+// evaluation, 8 steps were divided by the time of one (8x). Best of 2 interleaved runs each.
+TEST(TrainerTest, LoggedRateLeavesOutEvaluationTime) {
+  auto logged_rate = [](bool eval_each_step, int run) {
+    const std::string dir = testing::FreshTempDir(absl::StrCat("rate", eval_each_step, run));
+    TrainConfig c = BaseConfig(dir);
+    c.micro_batch = c.global_batch = 32;
+    c.steps = 16;
+    c.log_every = 8;
+    c.eval_every = eval_each_step ? 1 : 0;
+    c.eval_batches = 50;
+    c.checkpoint_every = 1000;
+    RunParts r = MakeRun(c, 1);
+    EXPECT_TRUE(r.trainer->Init().ok());
+    EXPECT_TRUE(r.trainer->Run().ok());
+    auto text = ReadFile(dir + "/metrics.jsonl");
+    EXPECT_TRUE(text.ok());
+    double tokens_per_s = 0;
+    for (absl::string_view line : absl::StrSplit(text.ok() ? *text : "", '\n', absl::SkipEmpty())) {
+      auto j = nlohmann::json::parse(line);
+      if (j["type"] == "train")
+        tokens_per_s = std::max(tokens_per_s, j["tokens_per_s"].get<double>());
+    }
+    return tokens_per_s;
+  };
+  double plain = 0, with_eval = 0;
+  for (int run = 0; run < 2; ++run) {
+    plain = std::max(plain, logged_rate(false, run));
+    with_eval = std::max(with_eval, logged_rate(true, run));
+  }
+  ASSERT_GT(plain, 0);
+  EXPECT_LT(with_eval / plain, 3.0)
+      << "with evaluation " << with_eval << " tok/s, without " << plain;
 }
 
 TEST(CheckpointTest, NamesAndResolution) {
