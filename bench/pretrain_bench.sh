@@ -20,6 +20,7 @@
 # against 2.11 as well. Every ratio is a median of per-round ratios.
 #
 #   BUILD_DIR=build ROUNDS=3 STEPS=10 bash bench/pretrain_bench.sh
+#   PRECISIONS=fp32 bash bench/pretrain_bench.sh          # one precision (default: auto)
 #   ONLY=scaling ROUNDS=5 bash bench/pretrain_bench.sh   # weak scaling alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,17 @@ STEPS=${STEPS:-10}
 THREADS=${THREADS:-2}
 SCALING_STEPS=${SCALING_STEPS:-20}
 ONLY=${ONLY:-all}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
+# Precisions: "fp32 bf16", or auto = bf16 only where the CPU has it natively (avx512_bf16 or
+# amx_bf16): elsewhere bf16 matmuls run 20-90x slower than fp32 and a round takes hours.
+PRECISIONS=${PRECISIONS:-auto}
+if [[ $PRECISIONS == auto ]]; then
+  if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+    PRECISIONS="fp32 bf16"
+  else
+    PRECISIONS="fp32"
+    echo "pretrain_bench: no native bf16 on this CPU: fp32 only (PRECISIONS='fp32 bf16' to force)" >&2
+  fi
+fi
 OUT=${OUT:-/tmp/gmlp_pretrain_bench.jsonl}
 BENCH="$BUILD_DIR/pretrain_bench"
 PY211=${PY211:-/var/cache/gmlp/torch-2.11.0/bin/python}
@@ -64,8 +76,10 @@ run_pair() {  # preset vocab bf16(0|1)
 SAME_MALLOC=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
 
 for r in $(seq 1 "$ROUNDS"); do
-  for bf16 in 0 1; do
+  for precision in $PRECISIONS; do
     [[ $ONLY == scaling ]] && break
+    bf16=0
+    [[ $precision == bf16 ]] && bf16=1
     for arch in gmlp amlp transformer; do
       run_pair "$arch-tiny" 8192 "$bf16"
       run_pair "$arch-small" 16384 "$bf16"
