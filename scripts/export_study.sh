@@ -4,7 +4,8 @@
 # study.json, the tokenizer and the alignment probe (so a resumed run uses the same ones), every
 # finished cell's cell.json, perplexity, learning curve and finetuning results with each seed's
 # predictions. Left out: checkpoints, shards and the corpus extract (re-created from the corpus
-# and the kept tokenizer; data/shards.md5 lets you check they came back the same).
+# and the kept tokenizer; data/shards.md5 lets you check they came back the same), and cells
+# that have not finished (a resumed run redoes them).
 #
 #   bash scripts/export_study.sh RUN_DIR DEST
 #
@@ -30,13 +31,16 @@ cd "$src"
   # Data the remaining cells must share with the finished ones.
   find ./data -maxdepth 1 -type f \( -name 'tokenizer.*' -o -name 'stages.json' \)
   [[ -d data/probe ]] && find ./data/probe -type f
-  # Per cell: the finished markers, the curve, and finetuning results with predictions.
-  if [[ -d cells ]]; then
-    find ./cells -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \
+  # Per finished cell (cell.json): the markers, the curve, and finetuning results with
+  # predictions. An unfinished cell is left out whole: without its checkpoint its finished parts
+  # could not be continued, so a resumed run redoes it.
+  for done in cells/*/cell.json; do
+    [[ -f $done ]] || continue
+    find "./$(dirname "$done")" -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \
       -o -path '*/pretrain/metrics.jsonl' -o -path '*/pretrain/config.json' \
       -o -path '*/ft/*/results.json' -o -path '*/ft/*/seconds.json' \
       -o -path '*/ft/*/predictions/seed-*/*' \)
-  fi
+  done
 } | sort | while IFS= read -r f; do
   mkdir -p "$dest/$(dirname "$f")"
   cp -p "$f" "$dest/$f"

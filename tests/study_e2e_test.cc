@@ -178,6 +178,9 @@ void EndToEndTest::StudyExportResumesElsewhere() {
   const std::string out = config_->output;
   const std::string exported = JoinPath(*dir_, "exported");
   const std::string script = GMLP_SOURCE_DIR "/scripts/export_study.sh";
+  // An unfinished cell (pretrained, no cell.json) is left out: its checkpoint is not exported.
+  ASSERT_TRUE(MakeDirs(JoinPath(out, "cells/unfinished")).ok());
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(out, "cells/unfinished/pretrain_done.json"), "{}").ok());
   ASSERT_EQ(
       std::system(("bash '" + script + "' '" + out + "' '" + exported + "' >/dev/null").c_str()),
       0);
@@ -187,6 +190,7 @@ void EndToEndTest::StudyExportResumesElsewhere() {
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/shards")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/corpus.txt")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "cells/gmlp-tiny/pretrain/checkpoints")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, "cells/unfinished")));
   // A folder that is not a study is refused.
   EXPECT_NE(std::system(
                 ("bash '" + script + "' '" + *dir_ + "' '" + exported + "2' 2>/dev/null").c_str()),
