@@ -186,7 +186,8 @@ void EndToEndTest::StudyExportResumesElsewhere() {
       0);
   EXPECT_TRUE(PathExists(JoinPath(exported, "cells/gmlp-tiny/cell.json")));
   EXPECT_TRUE(PathExists(JoinPath(exported, "data/tokenizer.model")));
-  EXPECT_TRUE(PathExists(JoinPath(exported, "data/probe/probe.json")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, "data/probe.json")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, "data/probe")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/shards")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/corpus.txt")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "cells/gmlp-tiny/pretrain/checkpoints")));
@@ -209,6 +210,17 @@ void EndToEndTest::StudyExportResumesElsewhere() {
     auto b = ReadFile(JoinPath(moved.output, table));
     ASSERT_TRUE(a.ok() && b.ok()) << table;
     EXPECT_EQ(*a, *b) << table;
+  }
+  // The probe came back byte for byte (its checksums and sizes per version and split).
+  auto probe_before = ReadFile(JoinPath(exported, "data/probe.json"));
+  auto probe_after = ReadFile(JoinPath(moved.output, "data/probe/probe.json"));
+  ASSERT_TRUE(probe_before.ok() && probe_after.ok());
+  for (const char* version : {"aligned", "shifted"}) {
+    for (const char* split : {"train", "dev", "test"}) {
+      EXPECT_EQ(nlohmann::json::parse(*probe_before)["versions"][version][split],
+                nlohmann::json::parse(*probe_after)["versions"][version][split])
+          << version << " " << split;
+    }
   }
   EXPECT_EQ(
       std::system(
