@@ -73,6 +73,20 @@ absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) 
   return config->MergeJson(j, path);
 }
 
+std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& now) {
+  nlohmann::json old = Fingerprint(StudyConfig().ToJson());
+  old.merge_patch(Fingerprint(recorded));  // recursive: "finetune" too
+  const nlohmann::json current = Fingerprint(now.ToJson());  // items() does not own it
+  std::string diff;
+  for (const auto& [k, v] : current.items()) {
+    if (!old.contains(k) || old[k] != v) {
+      absl::StrAppend(&diff, " ", k, ": ", old.contains(k) ? old[k].dump() : "(unset)", " -> ",
+                      v.dump(), ";");
+    }
+  }
+  return diff;
+}
+
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
   for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",

@@ -160,6 +160,12 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* config);
 // resumed with the same ones.
 nlohmann::json Fingerprint(nlohmann::json config_json);
 
+// How `now` differs from the settings a study directory recorded (its study.json), as
+// " key: old -> new;" items; empty when it may be resumed. A setting the recording lacks (added
+// to gmlp after the study started) counts as its default, which is what that run used: a new
+// field's default must keep the old behaviour.
+std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& now);
+
 }  // namespace gmlp::study
 
 #endif  // GMLP_STUDY_CONFIG_H_

@@ -142,18 +142,10 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
 // A study directory resumes only with the settings it was started with; writes study.json.
 absl::Status CheckAndRecordSettings(const StudyConfig& config) {
   const std::string study_json = JoinPath(config.output, "study.json");
-  const nlohmann::json now = Fingerprint(config.ToJson());
   if (PathExists(study_json)) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json old_json, ReadJsonFile(study_json, kRedo));
-    const nlohmann::json old = Fingerprint(old_json);
-    if (old != now) {
-      std::string diff;
-      for (const auto& [k, v] : now.items()) {
-        if (!old.contains(k) || old[k] != v) {
-          absl::StrAppend(&diff, " ", k, ": ", old.contains(k) ? old[k].dump() : "(unset)", " -> ",
-                          v.dump(), ";");
-        }
-      }
+    const std::string diff = SettingsChanges(old_json, config);
+    if (!diff.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat(config.output, " holds a study run with other settings (", diff,
                        " ). Resume it with the same flags, or use a new --output"));

@@ -80,5 +80,33 @@ TEST(StudyConfigTest, DefaultsMeasureTheRightRows) {
   EXPECT_EQ(c.amlp_attn_sizes, std::vector<uint64_t>{64});
 }
 
+// A study resumes with the settings it recorded; one that gmlp added later (absent from the
+// recording) counts as its default, so an older run still resumes unless the value now differs.
+TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
+  StudyConfig c;
+  c.pretrain_steps = 2500;
+  c.probe_train_examples = 9000;
+  nlohmann::json recorded = c.ToJson();
+  EXPECT_EQ(SettingsChanges(recorded, c), "");
+  // Fields that do not change a cell's numbers are not compared.
+  StudyConfig more_cells = c;
+  more_cells.sizes = {"tiny", "mini"};
+  more_cells.output = "elsewhere";
+  EXPECT_EQ(SettingsChanges(recorded, more_cells), "");
+  // Recorded before these fields existed (top level and inside "finetune").
+  recorded.erase("probe_max_sentence_bytes");
+  recorded["finetune"].erase("warmup");
+  EXPECT_EQ(SettingsChanges(recorded, c), "");
+  StudyConfig other = c;
+  other.probe_max_sentence_bytes = c.probe_max_sentence_bytes + 1;
+  EXPECT_NE(SettingsChanges(recorded, other).find("probe_max_sentence_bytes"), std::string::npos);
+  other = c;
+  other.finetune.warmup = c.finetune.warmup + 0.5;
+  EXPECT_NE(SettingsChanges(recorded, other).find("finetune"), std::string::npos);
+  other = c;
+  other.pretrain_steps = 2000;
+  EXPECT_EQ(SettingsChanges(recorded, other), " pretrain_steps: 2500 -> 2000;");
+}
+
 }  // namespace
 }  // namespace gmlp::study
