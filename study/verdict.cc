@@ -134,8 +134,7 @@ using TaskSplit = std::pair<std::string, std::string>;
 // Every encoder against the baseline on every task split at `size`, appended to `out`; returns
 // which task splits the baseline's floors let be judged.
 std::map<TaskSplit, bool> CompareTasks(const Table& t, const std::string& size,
-                                       const VerdictOptions& o,
-                                       std::vector<TaskComparison>* out) {
+                                       const VerdictOptions& o, std::vector<TaskComparison>* out) {
   std::map<TaskSplit, bool> judged;
   for (const TaskSplit& ts : t.task_splits) {
     const auto& [task, split] = ts;
@@ -182,6 +181,18 @@ struct SizeView {
   }
 };
 
+// Adds `sign` x the mean over `tasks` of (encoder a - encoder b) to `terms`, and names the tasks.
+void AddMeanGap(const SizeView& s, const std::string& a, const std::string& b,
+                const std::vector<TaskSplit>& tasks, double sign, std::vector<ContrastTerm>* terms,
+                PatternVerdict* p) {
+  const double w = sign / static_cast<double>(tasks.size());
+  for (const TaskSplit& ts : tasks) {
+    terms->push_back({w, s.Runs(a, ts)});
+    terms->push_back({-w, s.Runs(b, ts)});
+    p->tasks.push_back(ts.first);
+  }
+}
+
 PatternVerdict CrossVsSingle(const SizeView& s) {
   PatternVerdict p = NewPattern(s.size, "cross_vs_single",
                                 "gMLP lags the Transformer more on cross-sentence than on "
@@ -201,17 +212,10 @@ PatternVerdict CrossVsSingle(const SizeView& s) {
         cross.size(), " and ", single.size());
     return p;
   }
+  // (gMLP - Transformer) on cross-sentence tasks minus the same on single-sentence ones.
   std::vector<ContrastTerm> terms;
-  for (const TaskSplit& ts : cross) {
-    terms.push_back({1.0 / cross.size(), s.Runs(s.o.gmlp, ts)});
-    terms.push_back({-1.0 / cross.size(), s.Runs(s.o.baseline, ts)});
-    p.tasks.push_back(ts.first);
-  }
-  for (const TaskSplit& ts : single) {
-    terms.push_back({-1.0 / single.size(), s.Runs(s.o.gmlp, ts)});
-    terms.push_back({1.0 / single.size(), s.Runs(s.o.baseline, ts)});
-    p.tasks.push_back(ts.first);
-  }
+  AddMeanGap(s, s.o.gmlp, s.o.baseline, cross, 1, &terms, &p);
+  AddMeanGap(s, s.o.gmlp, s.o.baseline, single, -1, &terms, &p);
   p.estimate = BootstrapContrast(terms, s.o.bootstrap);
   Decide(/*negative=*/true, &p);
   return p;
@@ -233,11 +237,7 @@ PatternVerdict AmlpClosesGap(const SizeView& s) {
     return p;
   }
   std::vector<ContrastTerm> terms;
-  for (const TaskSplit& ts : cross) {
-    terms.push_back({1.0 / cross.size(), s.Runs(s.o.amlp, ts)});
-    terms.push_back({-1.0 / cross.size(), s.Runs(s.o.gmlp, ts)});
-    p.tasks.push_back(ts.first);
-  }
+  AddMeanGap(s, s.o.amlp, s.o.gmlp, cross, 1, &terms, &p);
   p.estimate = BootstrapContrast(terms, s.o.bootstrap);
   Decide(/*negative=*/false, &p);
   return p;
