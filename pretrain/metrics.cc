@@ -18,6 +18,7 @@ namespace gmlp::pretrain {
 absl::StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& path,
                                                              int64_t keep_through_step) {
   std::string kept;
+  double kept_elapsed_s = 0;
   if (keep_through_step >= 0 && PathExists(path)) {
     GMLP_ASSIGN_OR_RETURN(std::string old, ReadFile(path));
     for (absl::string_view line : absl::StrSplit(old, '\n', absl::SkipEmpty())) {
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& 
       auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object()) continue;
       if (j.value("step", int64_t{0}) > keep_through_step) continue;
+      kept_elapsed_s = j.value("elapsed_s", kept_elapsed_s);
       absl::StrAppend(&kept, line, "\n");
     }
   }
@@ -33,7 +35,7 @@ absl::StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& 
   if (f == nullptr) {
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for appending"));
   }
-  return std::unique_ptr<MetricsLog>(new MetricsLog(path, f));
+  return std::unique_ptr<MetricsLog>(new MetricsLog(path, f, kept_elapsed_s));
 }
 
 MetricsLog::~MetricsLog() {

@@ -27,10 +27,15 @@ class MetricsLog {
   // Appends one record as a line and flushes it.
   absl::Status Write(const nlohmann::json& record);
 
+  // The "elapsed_s" of the last record kept from an earlier run by Open (0 when none).
+  double kept_elapsed_s() const { return kept_elapsed_s_; }
+
  private:
-  MetricsLog(std::string path, std::FILE* file) : path_(std::move(path)), file_(file) {}
+  MetricsLog(std::string path, std::FILE* file, double kept_elapsed_s)
+      : path_(std::move(path)), file_(file), kept_elapsed_s_(kept_elapsed_s) {}
   std::string path_;
   std::FILE* file_;
+  double kept_elapsed_s_;
 };
 
 // One-line live display with ETA when `stream` is a terminal, plain lines otherwise.

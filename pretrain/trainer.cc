@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -111,6 +112,8 @@ absl::Status Trainer::Init(const std::string& resume_from) {
           absl::StrCat(state_path, ": malformed checkpoint state; resume from an older one"));
     }
     step_ = state["step"].get<int64_t>();
+    // Checkpoints written before the state kept it: the metrics log's kept records say (below).
+    elapsed_before_ = state.value("elapsed_s", -1.0);
     data::LoaderState loader_state;
     loader_state.epoch = state["loader"].value("epoch", int64_t{0});
     loader_state.position = state["loader"].value("position", int64_t{0});
@@ -142,6 +145,7 @@ absl::Status Trainer::Init(const std::string& resume_from) {
                                          options_.config_json.dump(2) + "\n"));
     GMLP_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
                                                      resume_from.empty() ? -1 : step_));
+    if (elapsed_before_ < 0) elapsed_before_ = metrics_->kept_elapsed_s();
     if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
     if (options_.flops_per_token > 0) {
       peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops
@@ -149,6 +153,10 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     }
   }
   return absl::OkStatus();
+}
+
+double Trainer::elapsed_seconds() const {
+  return std::max(0.0, elapsed_before_) + Seconds(started_);
 }
 
 void Trainer::SeedDropout() {
@@ -301,6 +309,7 @@ absl::Status Trainer::SaveCheckpoint() {
         {"micro_batch", config_.micro_batch},
         {"accumulation_steps", accumulation_},
         {"optimizer_steps", optimizer_->step_count()},
+        {"elapsed_s", elapsed_seconds()},
         {"seed", config_.seed},
         {"rng", "dropout generator reseeded every step from (seed, step, rank)"},
     };
@@ -366,7 +375,7 @@ absl::Status Trainer::Run() {
                               {"mfu", mfu},
                               {"data_wait_frac", interval_s > 0 ? interval_wait / interval_s : 0},
                               {"masked_tokens", s.masked_tokens},
-                              {"elapsed_s", Seconds(run_start)}};
+                              {"elapsed_s", elapsed_seconds()}};
           GMLP_RETURN_IF_ERROR(metrics_->Write(r));
           const double per_step = Seconds(run_start) / static_cast<double>(step_ - first_step);
           if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));

@@ -22,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,6 +110,10 @@ class Trainer {
   absl::Status SaveCheckpoint();
 
   int64_t step() const { return step_; }
+  // Wall seconds this run has taken to reach step(), across resumes: those of the invocations
+  // that produced the checkpoint it resumed from plus this one's (work redone after a kill is
+  // counted once). Written to every checkpoint and as the metrics records' "elapsed_s".
+  double elapsed_seconds() const;
   const std::vector<torch::Tensor>& params() const { return params_; }
   int64_t accumulation_steps() const { return accumulation_; }
   const GradSync& grad_sync() const { return *sync_; }
@@ -135,6 +140,8 @@ class Trainer {
   int64_t last_checkpoint_step_ = -1;
   std::string last_checkpoint_;
   double peak_gflops_ = 0;
+  double elapsed_before_ = 0;  // seconds of the earlier invocations (see elapsed_seconds)
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   torch::Tensor sums_;  // the last step's (loss_sum, correct, masked, tokens, grad_norm), f64
   torch::Tensor first_nonfinite_;  // int64 scalar on the device: first non-finite step, or -1
 };

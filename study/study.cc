@@ -382,21 +382,35 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
   return eval.loss;
 }
 
-// The held-out loss curve of a pretraining run: its metrics.jsonl "eval" records.
-absl::StatusOr<std::vector<CurvePoint>> ReadCurve(const std::string& run_dir) {
+// What a pretraining run's metrics.jsonl says: its held-out loss curve ("eval" records) and
+// the wall seconds it took, the last train record's "elapsed_s", which counts every
+// invocation since the trainer keeps it across resumes. Logs written before it did restart
+// "elapsed_s" at each resume; their invocations are added up.
+struct PretrainLog {
+  std::vector<CurvePoint> curve;
+  double seconds = 0;
+};
+
+absl::StatusOr<PretrainLog> ReadPretrainLog(const std::string& run_dir) {
   const std::string path = JoinPath(run_dir, "metrics.jsonl");
   GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  std::vector<CurvePoint> curve;
+  PretrainLog log;
+  double invocation = 0;  // elapsed_s of the latest train record
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (r.is_discarded()) {
       return absl::DataLossError(absl::StrCat(path, ": a line is not JSON; ", kRedo));
     }
     if (r.value("type", "") == "eval") {
-      curve.push_back({r.value("step", int64_t{0}), r.value("eval_loss", 0.0)});
+      log.curve.push_back({r.value("step", int64_t{0}), r.value("eval_loss", 0.0)});
+    } else if (r.contains("elapsed_s")) {
+      const double elapsed = r.value("elapsed_s", 0.0);
+      if (elapsed < invocation) log.seconds += invocation;  // an older log's resume
+      invocation = elapsed;
     }
   }
-  return curve;
+  log.seconds += invocation;
+  return log;
 }
 
 // Pretrains the cell (resumable by the pretrainer's own checkpoints) and measures its held-out
@@ -406,26 +420,29 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
                           const Progress& progress, CellResult* r) {
   const std::string pre_dir = JoinPath(cell_dir, "pretrain");
   const std::string pre_json = JoinPath(cell_dir, "pretrain_done.json");
-  if (PathExists(pre_json)) {
+  const bool done = PathExists(pre_json);
+  if (done) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(pre_json, kRedo));
     r->mlm_loss = j.value("mlm_loss", 0.0);
-    r->pretrain_seconds = j.value("seconds", 0.0);
   } else {
     progress(absl::StrCat(where, ": pretraining ", config.pretrain_steps, " steps"));
-    const auto t0 = Clock::now();
     pretrain::PretrainConfig pc = cell.pretrain;
     pc.train.shard_dir = data.shard_dir;
     pc.train.out_dir = pre_dir;
     GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
-    r->pretrain_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     GMLP_ASSIGN_OR_RETURN(r->mlm_loss, HeldOutMlmLoss(pre_dir, data.shard_dir,
                                                       config.pretrain_batch, config.ppl_batches));
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(
-        pre_json,
-        nlohmann::json({{"mlm_loss", r->mlm_loss}, {"seconds", r->pretrain_seconds}}).dump(2)));
   }
+  // The log, not pretrain_done.json, is the record of time: studies before the trainer kept
+  // "elapsed_s" across resumes wrote there only the last invocation's seconds.
+  GMLP_ASSIGN_OR_RETURN(PretrainLog log, ReadPretrainLog(pre_dir));
+  r->curve = std::move(log.curve);
+  r->pretrain_seconds = log.seconds;
   r->mlm_perplexity = std::exp(r->mlm_loss);
-  GMLP_ASSIGN_OR_RETURN(r->curve, ReadCurve(pre_dir));
+  if (!done) {
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(
+        pre_json, nlohmann::json({{"mlm_loss", r->mlm_loss}, {"seconds", log.seconds}}).dump(2)));
+  }
   GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(pre_dir));
   const model::ParamCount pcount = model::CountParameters(pre.config);
   r->params = pcount.total;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/metrics.h"
 #include "pretrain/trainer.h"
@@ -399,6 +400,66 @@ TEST(TrainerTest, LoggedNumbersDoNotDependOnHowOftenTheHostSyncs) {
   // 2.11 build rounds differently). A refactor that keeps the arithmetic keeps them.
   EXPECT_NEAR(manual[1].loss, 4.4199497, 1e-4);
   EXPECT_NEAR(manual[6].loss, 3.4595054, 1e-4);
+}
+
+// "elapsed_s" (metrics records and checkpoint state) counts the wall time of every invocation
+// that led to a step, so a run resumed after a kill still reports how long it took. The time
+// before the resume comes from the checkpoint's state, or, for a checkpoint written before the
+// state kept it, from the metrics record kept at the checkpoint's step.
+TEST(TrainerTest, ElapsedSecondsAddUpAcrossResumes) {
+  for (const bool from_state : {true, false}) {
+    const std::string dir = testing::FreshTempDir(absl::StrCat("elapsed", from_state));
+    TrainConfig c = BaseConfig(dir);
+    c.steps = 4;
+    {
+      RunParts first = MakeRun(c, 1);
+      ASSERT_TRUE(first.trainer->Init().ok());
+      ASSERT_TRUE(first.trainer->Run().ok());
+    }
+    // Make the first invocation look as if it took 1000 s (well above this test's own run).
+    const std::string state_path =
+        JoinPath(JoinPath(JoinPath(dir, kCheckpointsSubdir), CheckpointName(4)), kStateFile);
+    auto state = ReadJsonFile(state_path, "");
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_TRUE(state->contains("elapsed_s"));
+    EXPECT_GE((*state)["elapsed_s"].get<double>(), 0);
+    if (from_state) {
+      (*state)["elapsed_s"] = 1000.0;
+    } else {
+      state->erase("elapsed_s");
+    }
+    ASSERT_TRUE(WriteFileAtomic(state_path, state->dump()).ok());
+    auto text = ReadFile(JoinPath(dir, "metrics.jsonl"));
+    ASSERT_TRUE(text.ok());
+    std::string edited;
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("elapsed_s")) j["elapsed_s"] = from_state ? 5.0 : 1000.0;
+      absl::StrAppend(&edited, j.dump(), "\n");
+    }
+    ASSERT_TRUE(WriteFileAtomic(JoinPath(dir, "metrics.jsonl"), edited).ok());
+
+    c.steps = 8;
+    RunParts resumed = MakeRun(c, 2);
+    ASSERT_TRUE(resumed.trainer->Init(dir).ok());
+    ASSERT_TRUE(resumed.trainer->Run().ok());
+    auto after = ReadFile(JoinPath(dir, "metrics.jsonl"));
+    ASSERT_TRUE(after.ok());
+    int resumed_records = 0;
+    for (absl::string_view line : absl::StrSplit(*after, '\n', absl::SkipEmpty())) {
+      auto j = nlohmann::json::parse(line);
+      if (j["type"] != "train" || j["step"].get<int64_t>() <= 4) continue;
+      ++resumed_records;
+      const double elapsed = j["elapsed_s"].get<double>();
+      EXPECT_GE(elapsed, 1000.0) << "step " << j["step"] << (from_state ? " (state)" : " (log)");
+      EXPECT_LT(elapsed, 1300.0) << "step " << j["step"];
+    }
+    EXPECT_EQ(resumed_records, 4);
+    auto final_state = ReadJsonFile(
+        JoinPath(JoinPath(JoinPath(dir, kCheckpointsSubdir), CheckpointName(8)), kStateFile), "");
+    ASSERT_TRUE(final_state.ok());
+    EXPECT_GE((*final_state)["elapsed_s"].get<double>(), 1000.0);
+  }
 }
 
 TEST(TrainerTest, MetricsRecordsAndEvaluation) {

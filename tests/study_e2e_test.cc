@@ -11,9 +11,12 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "finetune/finetune.h"
@@ -157,8 +160,46 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
     EXPECT_NE(none.status().message().find("without --report_only"), std::string::npos)
         << none.status();
   }
+  // A pretraining log from before the trainer kept "elapsed_s" across resumes: killed at the
+  // middle step after 1000 s, resumed, the rest took 10 s. The cell's pretraining time adds the
+  // invocations up: 1010 s (the last record alone said 10).
+  const double want_seconds = 1010;
+  {
+    const std::string log = JoinPath(out, "cells/gmlp-tiny/pretrain/metrics.jsonl");
+    auto text = ReadFile(log);
+    ASSERT_TRUE(text.ok());
+    std::string edited;
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      if (nlohmann::json::parse(line)["type"] == "train") continue;
+      absl::StrAppend(&edited, line, "\n");
+    }
+    const int64_t steps = config_->pretrain_steps;
+    for (const auto& [step, elapsed] :
+         {std::pair<int64_t, double>{steps / 2, 1000.0}, std::pair<int64_t, double>{steps, 10.0}}) {
+      absl::StrAppend(
+          &edited,
+          nlohmann::json({{"type", "train"}, {"step", step}, {"elapsed_s", elapsed}}).dump(), "\n");
+    }
+    ASSERT_TRUE(WriteFileAtomic(log, edited).ok());
+  }
   auto report = RunStudy(*config_);
   ASSERT_TRUE(report.ok()) << report.status();
+  {
+    const auto cells = Lines(JoinPath(out, "cells.csv"));
+    ASSERT_FALSE(cells.empty());
+    const std::vector<std::string> header = absl::StrSplit(cells[0], ',');
+    const auto column =
+        std::find(header.begin(), header.end(), "pretrain_seconds") - header.begin();
+    ASSERT_LT(column, static_cast<int64_t>(header.size()));
+    bool found = false;
+    for (const std::string& line : cells) {
+      const std::vector<std::string> f = absl::StrSplit(line, ',');
+      if (f[0] != "gmlp-tiny") continue;
+      found = true;
+      EXPECT_NEAR(std::stod(f[column]), want_seconds, 1e-6) << line;
+    }
+    EXPECT_TRUE(found);
+  }
   EXPECT_EQ(MTimeNs(done_t), t_before);  // finished cell untouched
   EXPECT_EQ(MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json")), sst_before);
   EXPECT_GT(MTimeNs(done_g), 0);  // the interrupted cell was finished
