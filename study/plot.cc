@@ -14,6 +14,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "model/arch.h"
+#include "study/results_table.h"
 #include "study/stats.h"
 
 namespace gmlp::study {
@@ -94,11 +95,13 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
     s.control = r.control;
     s.kind = r.kind;
     s.metric = r.metric;
-    SeedRuns& runs = s.by_params[r.control == "none" ? r.params : 0];
-    runs.values.push_back(r.value);
-    runs.n_examples.push_back(r.n_examples);
-    runs.proportion = r.metric == "accuracy";
+    AddSeedRow(r, &s.by_params[r.control == "none" ? r.params : 0]);
     if (r.control == "none" && r.params > 0) ticks.insert(r.params);
+  }
+  for (auto& [ts, series] : panels) {
+    for (auto& [key, s] : series) {
+      for (auto& [params, runs] : s.by_params) FinishSeedRuns(&runs);
+    }
   }
   if (ticks.empty()) return absl::FailedPreconditionError("no finetuning scores to plot yet");
   GMLP_RETURN_IF_ERROR(MakeDirs(dir));
@@ -128,8 +131,7 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
       const std::string file =
           absl::StrCat(basename, "_", Sanitize(ts.first), "_", Sanitize(key), ".dat");
       GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
-      plots.push_back(absl::StrCat("'", file,
-                                   "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
+      plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
                                    EncoderColor(key), "' title '", model::ArchLabel(key), "'"));
     }
     panel_text.push_back(absl::StrCat("set title '", ts.first, " (", kind, "; ", ts.second, " ",

@@ -37,14 +37,6 @@ int SizeRank(const std::string& size) {
   return it == kOrder.end() ? 100 : static_cast<int>(it - kOrder.begin());
 }
 
-const CellResult* FindCell(const std::vector<CellResult>& cells, const std::string& arch,
-                           const std::string& size) {
-  for (const CellResult& c : cells) {
-    if (c.arch == arch && c.size == size && IsMainCell(c)) return &c;
-  }
-  return nullptr;
-}
-
 std::string Params(int64_t n) {
   if (n >= 1000000) return absl::StrFormat("%.2fM", n / 1e6);
   if (n >= 1000) return absl::StrFormat("%.0fk", n / 1e3);
@@ -53,7 +45,6 @@ std::string Params(int64_t n) {
 
 // Scores are shown in points (x100): accuracy 0.853 -> 85.3.
 std::string Pts(double v) { return absl::StrFormat("%.1f", 100 * v); }
-std::string SignedPts(double v) { return absl::StrFormat("%+.1f", 100 * v); }
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -259,21 +250,12 @@ std::vector<RunGroup> GroupRows(const std::vector<ResultRow>& rows) {
     auto [it, fresh] = index.emplace(std::make_tuple(r.encoder, r.size, r.task, r.split, r.control),
                                      groups.size());
     if (fresh) {
-      RunGroup g{r.encoder, r.size, r.task, r.kind, r.split, r.control, r.metric, r.params, {}};
-      g.runs.proportion = r.metric == "accuracy";
-      g.runs.pairing_key = r.task + "/" + r.split;
-      groups.push_back(std::move(g));
+      groups.push_back(
+          RunGroup{r.encoder, r.size, r.task, r.kind, r.split, r.control, r.metric, r.params, {}});
     }
-    SeedRuns& runs = groups[it->second].runs;
-    runs.values.push_back(r.value);
-    runs.n_examples.push_back(r.n_examples);
-    runs.correct.push_back(r.correct);
+    AddSeedRow(r, &groups[it->second].runs);
   }
-  for (RunGroup& g : groups) {  // per-example data only when every seed has it
-    bool all = g.runs.proportion;
-    for (const auto& c : g.runs.correct) all = all && !c.empty();
-    if (!all) g.runs.correct.clear();
-  }
+  for (RunGroup& g : groups) FinishSeedRuns(&g.runs);
   return groups;
 }
 
@@ -463,8 +445,7 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
                   "probe_alignment), ",
                   count["holds"], " hold, ", count["does not hold"], " go against the paper, ",
                   count["not resolved"], " are not resolved by the intervals and ",
-                  count["cannot judge"],
-                  " cannot be judged (each line above says why).\n\n");
+                  count["cannot judge"], " cannot be judged (each line above says why).\n\n");
 }
 
 // Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.
@@ -554,7 +535,7 @@ absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const Repor
   absl::Status plot = WritePlot(rows, plot_dir, basename);
   if (plot.ok()) plot = WriteCurvesPlot(cells, plot_dir, "learning_curves");
   if (plot.ok()) {
-    for (const std::string name : {basename, std::string("learning_curves")}) {
+    for (const std::string& name : {basename, std::string("learning_curves")}) {
       for (const char* ext : {".png", ".svg"}) {
         auto bytes = ReadFile(JoinPath(plot_dir, name + ext));
         if (bytes.ok()) {

@@ -204,4 +204,18 @@ absl::StatusOr<std::vector<ResultRow>> ReadResultsTable(const std::string& path)
   return rows;
 }
 
+void AddSeedRow(const ResultRow& row, SeedRuns* runs) {
+  runs->values.push_back(row.value);
+  runs->n_examples.push_back(row.n_examples);
+  runs->correct.push_back(row.correct);
+  runs->proportion = row.metric == "accuracy";
+  runs->pairing_key = row.task + "/" + row.split;
+}
+
+void FinishSeedRuns(SeedRuns* runs) {
+  bool every = runs->proportion;
+  for (const auto& c : runs->correct) every = every && !c.empty();
+  if (!every) runs->correct.clear();  // mixed: binomial draws for every seed
+}
+
 }  // namespace gmlp::study

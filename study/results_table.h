@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "study/stats.h"
 
 namespace gmlp::study {
 
@@ -61,6 +62,16 @@ absl::StatusOr<std::vector<ResultRow>> ParseResultsTable(absl::string_view text,
 // Reads results.csv and, for rows that name one, their predictions file (relative to the CSV's
 // folder): `correct` and `example_ids` are filled and n_examples must match the file's rows.
 absl::StatusOr<std::vector<ResultRow>> ReadResultsTable(const std::string& path);
+
+// Appends `row` to `runs` as one more seed: its value, example count and per-example
+// correctness; the metric sets `proportion` and the task/split the pairing key. Every grouping
+// of rows into SeedRuns (summary.csv, the verdicts, the plot) goes through this and
+// FinishSeedRuns, so the same runs get the same interval everywhere.
+void AddSeedRow(const ResultRow& row, SeedRuns* runs);
+
+// Once every seed is added: drops the per-example correctness unless every seed has it and the
+// metric is a proportion (the bootstrap then draws examples binomially, study/stats.h).
+void FinishSeedRuns(SeedRuns* runs);
 
 }  // namespace gmlp::study
 

@@ -699,9 +699,10 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
                                         const std::vector<CellSpec>& cells,
                                         const std::vector<CellResult>& results, const StageLog& log,
                                         const Progress& progress,
-                                        std::vector<std::string> extra_notes) {
+                                        std::vector<std::string> extra_notes,
+                                        double invocation_seconds) {
   const std::string& out = config.output;
-  ReportContext context = Context(config, data, cells, progress.Seconds());
+  ReportContext context = Context(config, data, cells, invocation_seconds);
   for (std::string& note : extra_notes) context.notes.push_back(std::move(note));
   context.stages = log.stages();
   for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
@@ -730,7 +731,7 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
     GMLP_ASSIGN_OR_RETURN(CellResult r, RunCell(config, data, cells[i], where, progress));
     results.push_back(std::move(r));
   }
-  return WriteReport(config, data, cells, results, log, progress, {});
+  return WriteReport(config, data, cells, results, log, progress, {}, progress.Seconds());
 }
 
 absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
@@ -770,7 +771,9 @@ absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
                                  ". Every number below is from the finished cells alone."));
   }
   progress(absl::StrCat("report of ", results.size(), " of ", cells.size(), " finished cells"));
-  return WriteReport(config, data, done_cells, results, log, progress, std::move(notes));
+  // This invocation ran nothing: the report leaves out its wall time.
+  return WriteReport(config, data, done_cells, results, log, progress, std::move(notes),
+                     /*invocation_seconds=*/0);
 }
 
 }  // namespace gmlp::study

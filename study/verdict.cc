@@ -27,7 +27,6 @@ struct Table {
 
 Table BuildTable(const std::vector<ResultRow>& rows, const VerdictOptions& o) {
   Table t;
-  std::map<GroupKey, bool> all_have_examples;
   for (const ResultRow& r : rows) {
     if (!r.reported) continue;
     const auto ts = std::make_pair(r.task, r.split);
@@ -40,23 +39,14 @@ Table BuildTable(const std::vector<ResultRow>& rows, const VerdictOptions& o) {
     const bool majority = r.control == "majority";
     const GroupKey key{majority ? "" : r.encoder, majority ? "" : r.size, r.task, r.split,
                        r.control};
-    SeedRuns& g = t.groups[key];
-    g.values.push_back(r.value);
-    g.n_examples.push_back(r.n_examples);
-    g.correct.push_back(r.correct);
-    g.proportion = r.metric == "accuracy";
-    g.pairing_key = r.task + "/" + r.split;
-    auto it = all_have_examples.emplace(key, true).first;
-    it->second = it->second && !r.correct.empty() && g.proportion;
+    AddSeedRow(r, &t.groups[key]);
     if (r.control == "none") {
       auto& list = r.encoder == o.baseline ? t.sizes : t.encoders;
       const std::string& item = r.encoder == o.baseline ? r.size : r.encoder;
       if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
     }
   }
-  for (auto& [key, g] : t.groups) {
-    if (!all_have_examples[key]) g.correct.clear();  // mixed: fall back to binomial draws
-  }
+  for (auto& [key, g] : t.groups) FinishSeedRuns(&g);
   return t;
 }
 

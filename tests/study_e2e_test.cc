@@ -109,6 +109,7 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   EXPECT_NE(md->find("Transformer-tiny *(second segment only)*"), std::string::npos) << *md;
   EXPECT_NE(md->find("Plainly:"), std::string::npos);
   EXPECT_NE(md->find("## Where the time went"), std::string::npos);
+  EXPECT_NE(md->find("- wall time of this invocation: "), std::string::npos);
   EXPECT_NE(md->find("## Held-out MLM perplexity"), std::string::npos);
   // SST-2's epoch is selected on examples held out from train, not on the reported dev.
   auto sst = ReadFile(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
@@ -149,6 +150,8 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
               std::string::npos)
         << *md;
     EXPECT_EQ(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
+    // It ran nothing, so it states no wall time of its own.
+    EXPECT_EQ(md->find("wall time of this invocation"), std::string::npos) << *md;
     // The Transformer's 4 tasks x 2 seeds, its 3 controls x 2 seeds, 4 majority rows, header.
     EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 4u * 2 + 3 * 2 + 4 + 1);
     EXPECT_FALSE(PathExists(done_g));

@@ -142,6 +142,52 @@ TEST(StudyReportTest, SummaryHasMeansAndIntervals) {
   EXPECT_TRUE(found) << summary;
 }
 
+// The plot's error bars are summary.csv's intervals. Three seeds that got the same examples
+// right: resampling the shared test examples moves every seed at once, so the interval is about
+// sqrt(3) wider than if the seeds were independent binomial draws (which the plot once used).
+TEST(StudyReportTest, PlotBarsAreTheSummaryIntervals) {
+  std::vector<ResultRow> rows;
+  std::vector<uint8_t> correct(200, 0);
+  for (size_t i = 0; i < correct.size(); i += 10) {
+    for (size_t k = i; k < i + 7; ++k) correct[k] = 1;  // 70% right
+  }
+  for (uint64_t seed : {1, 2, 3}) {
+    ResultRow r;
+    r.encoder = "gmlp";
+    r.size = "tiny";
+    r.params = 1000000;
+    r.task = "SST-2";
+    r.kind = "single";
+    r.split = "dev";
+    r.seed = seed;
+    r.value = 0.7;
+    r.n_examples = static_cast<int64_t>(correct.size());
+    r.correct = correct;
+    rows.push_back(r);
+  }
+  char tmpl[] = "/tmp/gmlp_study_plot_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  (void)WritePlot(rows, dir, "acc");  // the data files come first; gnuplot may be missing
+  auto dat = ReadFile(JoinPath(dir, "acc_SST_2_gmlp.dat"));
+  ASSERT_TRUE(dat.ok()) << dat.status();
+  const std::vector<std::string> dat_lines = Lines(*dat);
+  ASSERT_EQ(dat_lines.size(), 2u) << *dat;
+  const std::vector<std::string> bar = absl::StrSplit(dat_lines[1], ' ');
+  ASSERT_EQ(bar.size(), 4u);
+  const std::vector<std::string> summary = Lines(SummaryCsv(rows));
+  ASSERT_EQ(summary.size(), 2u);
+  const std::vector<std::string> f = absl::StrSplit(summary[1], ',');
+  ASSERT_GE(f.size(), 18u);
+  EXPECT_EQ(f[17], "seeds+examples (paired)");
+  EXPECT_NEAR(std::stod(bar[1]), 100 * std::stod(f[10]), 1e-3);  // mean
+  EXPECT_NEAR(std::stod(bar[2]), 100 * std::stod(f[15]), 1e-3);  // ci95_lo
+  EXPECT_NEAR(std::stod(bar[3]), 100 * std::stod(f[16]), 1e-3);  // ci95_hi
+  // About +-6.4 points (one test set of 200), not the +-3.7 of three independent ones.
+  EXPECT_GT(std::stod(bar[3]) - std::stod(bar[2]), 10.0);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 // The check: a synthetic results.csv with a known gap gives the known verdict in the
 // report (gMLP 10 points behind on the cross-sentence task, level on the single one).
 TEST(StudyReportTest, ReportVerdictsComeFromResultsCsv) {
