@@ -73,7 +73,7 @@ absl::Status Render(const std::string& dir, const std::string& basename, const s
 
 // One encoder's (or control's) seeds on one task split.
 struct Series {
-  std::string encoder, control, kind, metric;
+  std::string encoder, size, control, kind, metric;
   std::map<int64_t, SeedRuns> by_params;  // params -> runs at that size
 };
 
@@ -89,9 +89,13 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
     if (!r.reported) continue;
     const auto ts = std::make_pair(r.task, r.split);
     if (panels.count(ts) == 0) panels_order.push_back(ts);
-    const std::string key = r.control == "none" ? r.encoder : r.control;
+    // Majority rows are one line; the second-segment control is one line per baseline size.
+    const std::string key = r.control == "none"          ? r.encoder
+                            : r.control == "second_only" ? absl::StrCat(r.control, "-", r.size)
+                                                         : r.control;
     Series& s = panels[ts][key];
     s.encoder = r.encoder;
+    s.size = r.size;
     s.control = r.control;
     s.kind = r.kind;
     s.metric = r.metric;
@@ -111,15 +115,19 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
   for (const auto& ts : panels_order) {
     std::vector<std::string> plots;
     std::string kind, metric;
+    int second_only_lines = 0;  // each size's control line gets its own dash pattern
     for (auto& [key, s] : panels[ts]) {
       kind = s.kind;
       metric = s.metric;
       if (s.control != "none") {  // a floor: one horizontal line at its mean
         const double mean = BootstrapContrast({{1.0, &s.by_params.begin()->second}}).estimate;
+        const bool majority = s.control == "majority";
         plots.push_back(absl::StrFormat(
-            "%f with lines dt 2 lw 2 lc rgb '%s' title '%s'", 100 * mean,
-            s.control == "majority" ? "#888888" : "#cc6600",
-            s.control == "majority" ? "majority class" : "second segment only (Transformer)"));
+            "%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
+            majority ? 2 : 2 + second_only_lines++, majority ? "#888888" : "#cc6600",
+            majority ? "majority class"
+                     : absl::StrCat("second segment only (", model::ArchLabel(s.encoder), "-",
+                                    s.size, ")")));
         continue;
       }
       std::string dat = "# params mean ci_lo ci_hi (points)\n";
