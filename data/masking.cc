@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::data {
@@ -94,6 +95,65 @@ void Masker::MaskSequence(int32_t* ids, int64_t n, int64_t flat_offset, Rng* rng
       ids[pos] = kNumSpecialIds + static_cast<int32_t>(rng->Uniform(num_normal));
     }
   }
+}
+
+absl::StatusOr<double> ContextFreeMlmLoss(const std::vector<int64_t>& model_counts,
+                                          const std::vector<int64_t>& target_counts,
+                                          const MaskingOptions& options) {
+  GMLP_RETURN_IF_ERROR(ValidateMaskingOptions(options));
+  const int64_t V = static_cast<int64_t>(model_counts.size());
+  if (V <= kNumSpecialIds || static_cast<int64_t>(target_counts.size()) != V) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "context-free loss: need one count per vocabulary id (more than ", kNumSpecialIds,
+        "), got ", model_counts.size(), " model and ", target_counts.size(), " target counts"));
+  }
+  std::vector<double> q(V, 0.0), p(V, 0.0);
+  double q_sum = 0, p_sum = 0;
+  for (int64_t y = 0; y < V; ++y) {
+    if (!IsMaskable(static_cast<int32_t>(y))) continue;
+    q[y] = static_cast<double>(model_counts[y]) + 1.0;
+    p[y] = static_cast<double>(target_counts[y]);
+    q_sum += q[y];
+    p_sum += p[y];
+  }
+  if (p_sum <= 0) {
+    return absl::InvalidArgumentError("context-free loss: no maskable target token was counted");
+  }
+  for (int64_t y = 0; y < V; ++y) {
+    q[y] /= q_sum;
+    p[y] /= p_sum;
+  }
+  // What the predictor sees at a chosen position: [MASK] (m), a uniform random id from
+  // U = [kNumSpecialIds, V) (r, K ids), or the original (k).
+  const double m = options.mask_token_frac, r = options.random_token_frac;
+  const double k = std::max(0.0, 1.0 - m - r);
+  const double K = static_cast<double>(V - kNumSpecialIds);
+  auto in_u = [](int64_t x) { return x >= kNumSpecialIds ? 1.0 : 0.0; };
+  // P(visible = x) / P(x is what the predictor believes), and the posterior that a visible x is
+  // the original: (k q(x) + (r/K) q(x) [x in U]) / (k q(x) + (r/K) [x in U]).
+  auto z = [&](int64_t x) { return k * q[x] + r / K * in_u(x); };
+  auto self = [&](int64_t y) { return (k * q[y] + r / K * q[y] * in_u(y)) / z(y); };
+  double sum_log_z = 0;  // sum over x in U of log z(x)
+  if (r > 0) {
+    for (int64_t x = kNumSpecialIds; x < V; ++x) sum_log_z += std::log(z(x));
+  }
+  double loss = 0;
+  for (int64_t y = 0; y < V; ++y) {
+    if (p[y] <= 0) continue;
+    double l = 0;
+    if (m > 0) l += m * -std::log(q[y]);
+    if (k > 0) l += k * -std::log(self(y));
+    if (r > 0) {
+      // Mean over the K random ids x of -log P(y | x): x = y is the kept case's posterior; any
+      // other x says nothing about y but through its own z(x).
+      const double u = in_u(y);
+      double sum = (K - u) * -std::log(r / K * q[y]) + sum_log_z;
+      if (u > 0) sum += -std::log(self(y)) - std::log(z(y));
+      l += r * sum / K;
+    }
+    loss += p[y] * l;
+  }
+  return loss;
 }
 
 }  // namespace gmlp::data

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "data/loader.h"
 #include "data/random.h"
 
@@ -21,6 +22,20 @@ bool IsMaskable(int32_t id);
 
 // Checks rates are in [0, 1] and mask_token_frac + random_token_frac <= 1.
 absl::Status ValidateMaskingOptions(const MaskingOptions& options);
+
+// The context-free floor of the masked-token loss: the expected cross-entropy (nats per masked
+// token) of the best predictor that sees only the token at a chosen position, [MASK], a random
+// id or the original, and none of its neighbours. It believes the unigram frequencies
+// `model_counts` (per id, each maskable id given one extra count so none is impossible) and is
+// scored on chosen tokens distributed as `target_counts` (per id; only maskable ids count),
+// with options' replacement fractions; the expectation over replacements is exact. On [MASK] it
+// can only answer the unigram; on a visible id x it weighs "x was kept" against "x is a random
+// replacement". A model whose held-out loss is not below this has learned nothing from context.
+// Both vectors have one entry per vocabulary id (same size, > kNumSpecialIds); returns an
+// error otherwise or when no maskable target was counted.
+absl::StatusOr<double> ContextFreeMlmLoss(const std::vector<int64_t>& model_counts,
+                                          const std::vector<int64_t>& target_counts,
+                                          const MaskingOptions& options);
 
 class Masker {
  public:

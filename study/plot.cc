@@ -161,8 +161,8 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
   return Render(dir, basename, body, std::max(480, 440 * cols), 400 * rows_n);
 }
 
-absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, const std::string& dir,
-                             const std::string& basename) {
+absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, double context_free_loss,
+                             const std::string& dir, const std::string& basename) {
   GMLP_RETURN_IF_ERROR(MakeDirs(dir));
   std::vector<std::string> plots;
   for (const CellResult& c : SortedCells(cells)) {
@@ -175,6 +175,12 @@ absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, const std::st
                                  c.name, " (", ParamsLabel(c.params), ")'"));
   }
   if (plots.empty()) return absl::OkStatus();
+  if (context_free_loss > 0) {
+    plots.push_back(absl::StrFormat(
+        "%.6g with lines dt 2 lw 2 lc rgb 'black' title 'context-free floor (%.3f): below it a "
+        "model uses context'",
+        context_free_loss, context_free_loss));
+  }
   const std::string body = absl::StrCat(
       "set title 'Held-out MLM loss while pretraining (same validation positions for every "
       "cell)'\nset xlabel 'pretraining step'\nset ylabel 'masked-token cross-entropy (nats)'\n",

@@ -3,7 +3,8 @@
 //     encoder, the mean over seeds with its 95% interval (study/stats.h) as error bars, the
 //     parameter axis labelled with each cell's count, and the floors as horizontal lines (the
 //     majority class; the second-segment-only control on pair tasks);
-//   - learning curves: held-out MLM loss against pretraining step, one line per cell.
+//   - learning curves: held-out MLM loss against pretraining step, one line per cell, and the
+//     context-free floor (data::ContextFreeMlmLoss) as a horizontal line when it is known.
 #ifndef GMLP_STUDY_PLOT_H_
 #define GMLP_STUDY_PLOT_H_
 
@@ -22,9 +23,10 @@ namespace gmlp::study {
 absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& dir,
                        const std::string& basename);
 
-// The learning-curve plot of every cell with a curve, the same way.
-absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, const std::string& dir,
-                             const std::string& basename);
+// The learning-curve plot of every cell with a curve, the same way; `context_free_loss` > 0
+// draws that floor.
+absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, double context_free_loss,
+                             const std::string& dir, const std::string& basename);
 
 }  // namespace gmlp::study
 

@@ -449,7 +449,7 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
 }
 
 // Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.
-void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
+void AppendPerplexity(const std::vector<CellResult>& cells, double floor, std::string* md) {
   absl::StrAppend(md, "## Held-out MLM perplexity\n\n");
   absl::StrAppend(md,
                   "Masked-token cross-entropy on the shards' validation split, the same masked "
@@ -458,9 +458,22 @@ void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
                   "has learned little beyond word frequencies. The paper's SGU ablation (Table 3) "
                   "orders the variants split < multiplicative < "
                   "additive < linear (lower is better).\n\n");
+  if (floor > 0) {
+    absl::StrAppend(
+        md, absl::StrFormat(
+                "**Context-free floor: %.3f nats** (perplexity %.1f): the expected loss on these "
+                "positions of the best predictor that sees only the token at the position "
+                "([MASK], a random id or the original, as the masking left it) and the "
+                "training split's token frequencies, none of its neighbours "
+                "(`data::ContextFreeMlmLoss`). A cell not below it has learned nothing from "
+                "context; the last column is how far below it each cell ended.\n\n",
+                floor, std::exp(floor)));
+  }
   absl::StrAppend(md,
                   "| encoder | SGU | params | pretraining tokens | loss at 1/4, 1/2, 3/4 of the "
-                  "steps | final MLM loss | perplexity |\n|---|---|---:|---:|---|---:|---:|\n");
+                  "steps | final MLM loss | perplexity |",
+                  floor > 0 ? " below the floor |\n|---|---|---:|---:|---|---:|---:|---:|\n"
+                            : "\n|---|---|---:|---:|---|---:|---:|\n");
   for (const CellResult& c : cells) {
     std::vector<std::string> marks;
     for (double f : {0.25, 0.5, 0.75}) {
@@ -476,7 +489,8 @@ void AppendPerplexity(const std::vector<CellResult>& cells, std::string* md) {
     absl::StrAppend(md, "| ", c.name, " | ", c.sgu.empty() ? "–" : c.sgu, " | ", Params(c.params),
                     " | ", absl::StrFormat("%.2fM", c.pretrain_tokens / 1e6), " | ",
                     absl::StrJoin(marks, ", "), " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
-                    absl::StrFormat("%.1f", c.mlm_perplexity), " |\n");
+                    absl::StrFormat("%.1f", c.mlm_perplexity), " |",
+                    floor > 0 ? absl::StrFormat(" %+.3f |", floor - c.mlm_loss) : "", "\n");
   }
   std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
   for (const CellResult& c : cells) {
@@ -515,7 +529,7 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted,
   AppendTimings(context, &md);
   AppendScores(GroupRows(rows), &md);
   AppendVerdicts(rows, &md);
-  AppendPerplexity(cells, &md);
+  AppendPerplexity(cells, context.context_free_loss, &md);
   return md;
 }
 
@@ -533,7 +547,9 @@ absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const Repor
   std::string md = ReportMarkdown(cells, rows, context, basename);
   const std::string plot_dir = JoinPath(dir, "plot");
   absl::Status plot = WritePlot(rows, plot_dir, basename);
-  if (plot.ok()) plot = WriteCurvesPlot(cells, plot_dir, "learning_curves");
+  if (plot.ok()) {
+    plot = WriteCurvesPlot(cells, context.curve_context_free_loss, plot_dir, "learning_curves");
+  }
   if (plot.ok()) {
     for (const std::string& name : {basename, std::string("learning_curves")}) {
       for (const char* ext : {".png", ".svg"}) {

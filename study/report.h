@@ -77,6 +77,11 @@ struct ReportContext {
   std::vector<std::string> notes;  // setup remarks (the baseline's LN, aMLP's attention ratio)
   std::vector<StageTiming> stages;
   double total_seconds = 0;
+  // The held-out loss of the best predictor that ignores context (data::ContextFreeMlmLoss) on
+  // the positions the final loss is measured on, and on those of the learning curves (the
+  // trainer's evaluation batches); 0 when not computed (no shards at hand).
+  double context_free_loss = 0;
+  double curve_context_free_loss = 0;
 };
 
 // The main grid cells (default SGU) are finetuned; SGU-variant cells are pretrain-only.

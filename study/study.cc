@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "data/loader.h"
 #include "data/manifest.h"
+#include "data/masking.h"
 #include "data/prepare.h"
 #include "finetune/finetune.h"
 #include "finetune/metrics.h"
@@ -352,15 +353,9 @@ absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress&
   return d;
 }
 
-// Masked-token cross-entropy on `batches` validation batches, with the loader's masking seeded
-// the same way for every cell (so all cells predict the same positions).
-absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::string& shard_dir,
-                                      int64_t batch_size, int64_t batches) {
-  GMLP_ASSIGN_OR_RETURN(const std::string ckpt, pretrain::ResolveCheckpoint(run_dir));
-  GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(ckpt));
-  model::MlmModel mlm(pre.config);
-  GMLP_RETURN_IF_ERROR(model::LoadModule(*mlm, JoinPath(ckpt, pretrain::kModelFile)));
-  mlm->eval();
+// The held-out batches every cell is scored on: the validation split in order, its masking
+// seeded the same way for every cell (so all cells predict the same positions).
+data::LoaderOptions HeldOutLoaderOptions(const std::string& shard_dir, int64_t batch_size) {
   data::LoaderOptions lo;
   lo.shard_dir = shard_dir;
   lo.split = "valid";
@@ -368,8 +363,24 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
   lo.seed = 4242;
   lo.shuffle = false;
   lo.prefetch = 0;
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> loader, data::MlmLoader::Open(lo));
-  const int64_t n = std::max<int64_t>(1, std::min(batches, loader->batches_per_epoch()));
+  return lo;
+}
+
+int64_t HeldOutBatches(const data::MlmLoader& loader, int64_t batches) {
+  return std::max<int64_t>(1, std::min(batches, loader.batches_per_epoch()));
+}
+
+// Masked-token cross-entropy on `batches` held-out batches.
+absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::string& shard_dir,
+                                      int64_t batch_size, int64_t batches) {
+  GMLP_ASSIGN_OR_RETURN(const std::string ckpt, pretrain::ResolveCheckpoint(run_dir));
+  GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre, pretrain::LoadPretrainedEncoder(ckpt));
+  model::MlmModel mlm(pre.config);
+  GMLP_RETURN_IF_ERROR(model::LoadModule(*mlm, JoinPath(ckpt, pretrain::kModelFile)));
+  mlm->eval();
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> loader,
+                        data::MlmLoader::Open(HeldOutLoaderOptions(shard_dir, batch_size)));
+  const int64_t n = HeldOutBatches(*loader, batches);
   auto forward = [&mlm](const model::EncoderInput& in, const torch::Tensor& masked) {
     return mlm->forward(in, masked);
   };
@@ -380,6 +391,29 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
         absl::StrCat(shard_dir, ": the validation split has no masked tokens; prepare more text"));
   }
   return eval.loss;
+}
+
+// The context-free floor (data::ContextFreeMlmLoss) of a held-out loss: the predictor knows
+// the training split's token frequencies and is scored on the labels of the first `batches`
+// batches of `held_out` (the positions that loss is measured on).
+absl::StatusOr<double> ContextFreeFloor(const data::LoaderOptions& held_out, int64_t batches) {
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> valid, data::MlmLoader::Open(held_out));
+  std::vector<int64_t> target(static_cast<size_t>(valid->vocab_size()), 0);
+  for (int64_t b = HeldOutBatches(*valid, batches); b > 0; --b) {
+    GMLP_ASSIGN_OR_RETURN(const data::MlmBatch batch, valid->Next());
+    for (int32_t id : batch.masked_labels) ++target[static_cast<size_t>(id)];
+  }
+  // The training split as written: nothing chosen, nothing replaced.
+  data::LoaderOptions lo = held_out;
+  lo.split = "train";
+  lo.masking.mask_rate = 0;
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> train, data::MlmLoader::Open(lo));
+  std::vector<int64_t> model(target.size(), 0);
+  for (int64_t b = train->batches_per_epoch(); b > 0; --b) {
+    GMLP_ASSIGN_OR_RETURN(const data::MlmBatch batch, train->Next());
+    for (int32_t id : batch.input_ids) ++model[static_cast<size_t>(id)];
+  }
+  return data::ContextFreeMlmLoss(model, target, held_out.masking);
 }
 
 // What a pretraining run's metrics.jsonl says: its held-out loss curve ("eval" records) and
@@ -706,6 +740,25 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
   for (std::string& note : extra_notes) context.notes.push_back(std::move(note));
   context.stages = log.stages();
   for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
+  if (PathExists(JoinPath(data.shard_dir, data::kManifestFile)) && !cells.empty()) {
+    // The final loss's positions (HeldOutMlmLoss), and the learning curves' (the trainer's
+    // evaluation: its seed and masking, the same for every cell).
+    const pretrain::TrainConfig& train = cells.front().pretrain.train;
+    data::LoaderOptions curve = HeldOutLoaderOptions(data.shard_dir, train.micro_batch);
+    curve.seed = train.seed;
+    curve.masking.mask_rate = train.mask_rate;
+    curve.masking.whole_word = train.whole_word;
+    absl::StatusOr<double> floor = ContextFreeFloor(
+        HeldOutLoaderOptions(data.shard_dir, config.pretrain_batch), config.ppl_batches);
+    absl::StatusOr<double> curve_floor = ContextFreeFloor(curve, train.eval_batches);
+    if (floor.ok() && curve_floor.ok()) {
+      context.context_free_loss = *floor;
+      context.curve_context_free_loss = *curve_floor;
+    } else {
+      progress(absl::StrCat("warning: no context-free floor: ",
+                            (floor.ok() ? curve_floor : floor).status().message()));
+    }
+  }
   GMLP_RETURN_IF_ERROR(RecordTimings(config, context.stages));
   absl::Status st = WriteStudyOutputs(results, context, out);
   if (!st.ok()) progress(absl::StrCat("warning: ", st.message()));

@@ -1,6 +1,7 @@
 // The MLM loader on synthetic shards: rank sharding, shuffling, masking statistics, whole-word
 // masking, prefetch equivalence, exact resume, and its refusals of bad shard directories.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -355,6 +356,136 @@ TEST(Masker, FullRateWithoutReplacementMasksEveryMaskableToken) {
   EXPECT_EQ(ids, (std::vector<int32_t>{tokenizer::kClsId, 4, 4, tokenizer::kSepId, 4, 4,
                                        tokenizer::kPadId}));
   EXPECT_EQ(original[0], ids[0]);
+}
+
+// The context-free floor by brute force: every original id y (weight p), every visible token v
+// the masking recipe can show for it, and the predictor's posterior P(y | v) from Bayes' rule
+// over all ids under the smoothed unigram q.
+double BruteForceContextFreeLoss(const std::vector<int64_t>& model_counts,
+                                 const std::vector<int64_t>& target_counts,
+                                 const MaskingOptions& o) {
+  const int V = static_cast<int>(model_counts.size());
+  const int S = tokenizer::kNumSpecialIds, K = V - S;
+  std::vector<double> q(V, 0), p(V, 0);
+  double qs = 0, ps = 0;
+  for (int y = 0; y < V; ++y) {
+    if (!IsMaskable(y)) continue;
+    q[y] = model_counts[y] + 1.0;
+    p[y] = static_cast<double>(target_counts[y]);
+    qs += q[y];
+    ps += p[y];
+  }
+  const double m = o.mask_token_frac, r = o.random_token_frac, k = 1 - m - r;
+  // P(visible v | original y); v = -1 stands for [MASK].
+  auto likelihood = [&](int v, int y) {
+    if (v < 0) return m;
+    return (v == y ? k : 0.0) + (v >= S ? r / K : 0.0);
+  };
+  double loss = 0;
+  for (int y = 0; y < V; ++y) {
+    if (p[y] == 0) continue;
+    for (int v = -1; v < V; ++v) {
+      const double pv = likelihood(v, y);
+      if (pv == 0) continue;
+      double evidence = 0;
+      for (int z = 0; z < V; ++z) evidence += q[z] / qs * likelihood(v, z);
+      loss += p[y] / ps * pv * -std::log(q[y] / qs * pv / evidence);
+    }
+  }
+  return loss;
+}
+
+TEST(ContextFreeMlmLoss, MatchesBruteForceBayes) {
+  // 11 ids: 5 specials ([UNK] maskable but never drawn as a random id), 6 ordinary ones.
+  const std::vector<int64_t> model = {0, 3, 0, 0, 0, 50, 20, 9, 0, 14, 2};
+  const std::vector<int64_t> target = {7, 1, 7, 7, 7, 40, 25, 5, 3, 0, 6};  // specials ignored
+  for (auto [mask, random] : std::vector<std::pair<double, double>>{
+           {0.8, 0.1}, {0.5, 0.3}, {0.0, 1.0}, {1.0, 0.0}, {0.0, 0.0}, {0.6, 0.0}}) {
+    MaskingOptions o;
+    o.mask_token_frac = mask;
+    o.random_token_frac = random;
+    absl::StatusOr<double> loss = ContextFreeMlmLoss(model, target, o);
+    ASSERT_TRUE(loss.ok()) << loss.status();
+    EXPECT_NEAR(*loss, BruteForceContextFreeLoss(model, target, o), 1e-12)
+        << "mask " << mask << " random " << random;
+  }
+}
+
+TEST(ContextFreeMlmLoss, IsTheUnigramCrossEntropyWhenEveryChosenTokenIsMasked) {
+  const std::vector<int64_t> model = {0, 0, 0, 0, 0, 3, 1};  // smoothed: 4/7 and 2/7 (+[UNK] 1/7)
+  const std::vector<int64_t> target = {0, 0, 0, 0, 0, 1, 1};
+  MaskingOptions o;
+  o.mask_token_frac = 1.0;
+  o.random_token_frac = 0.0;
+  EXPECT_NEAR(*ContextFreeMlmLoss(model, target, o),
+              -0.5 * std::log(4.0 / 7) - 0.5 * std::log(2.0 / 7), 1e-12);
+  // BERT's 80/10/10: seeing the original 10% of the time makes the floor lower.
+  EXPECT_LT(*ContextFreeMlmLoss(model, target, MaskingOptions()),
+            *ContextFreeMlmLoss(model, target, o));
+}
+
+// The formula against what the Masker does: mask sequences drawn from a known unigram, score
+// the Bayes predictor (brute-force posteriors) on every chosen position, and compare the mean
+// loss with the floor (5 standard errors).
+TEST(ContextFreeMlmLoss, MatchesTheMaskerOnSampledSequences) {
+  const int V = 12;
+  const std::vector<int64_t> counts = {0, 2, 0, 0, 0, 60, 30, 15, 8, 4, 2, 1};
+  // Sequences are drawn from the predictor's own smoothed unigram: counts + 1 on maskable ids.
+  std::vector<double> cdf(V);
+  double total = 0;
+  for (int id = 0; id < V; ++id) {
+    if (IsMaskable(id)) total += counts[id] + 1.0;
+    cdf[id] = total;
+  }
+  const MaskingOptions o;  // 15%, 80/10/10
+  Masker masker(o, V, {});
+  Rng rng(7);
+  std::vector<int64_t> chosen_counts(V, 0);
+  double sum = 0, sum_sq = 0;
+  int64_t n = 0;
+  const int S = tokenizer::kNumSpecialIds, K = V - S;
+  const double m = o.mask_token_frac, r = o.random_token_frac, k = 1 - m - r;
+  auto likelihood = [&](int v, int y) {
+    if (v == tokenizer::kMaskId) return m;
+    return (v == y ? k : 0.0) + (v >= S ? r / K : 0.0);
+  };
+  for (int s = 0; s < 20000; ++s) {
+    std::vector<int32_t> ids(40);
+    for (int32_t& id : ids) {
+      const double u = rng.UniformDouble() * total;
+      id = static_cast<int32_t>(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+    }
+    const std::vector<int32_t> original = ids;
+    std::vector<int64_t> index;
+    std::vector<int32_t> labels;
+    masker.MaskSequence(ids.data(), 40, 0, &rng, &index, &labels);
+    for (size_t i = 0; i < index.size(); ++i) {
+      const int y = labels[i], v = ids[index[i]];
+      double evidence = 0;
+      for (int z = 0; z < V; ++z) {
+        if (IsMaskable(z)) evidence += (counts[z] + 1.0) / total * likelihood(v, z);
+      }
+      const double l = -std::log((counts[y] + 1.0) / total * likelihood(v, y) / evidence);
+      sum += l;
+      sum_sq += l * l;
+      ++n;
+      ++chosen_counts[y];
+    }
+  }
+  const double mean = sum / n, se = std::sqrt((sum_sq / n - mean * mean) / n);
+  absl::StatusOr<double> floor = ContextFreeMlmLoss(counts, chosen_counts, o);
+  ASSERT_TRUE(floor.ok()) << floor.status();
+  EXPECT_NEAR(mean, *floor, 5 * se) << "n " << n;
+  EXPECT_GT(n, 100000);
+}
+
+TEST(ContextFreeMlmLoss, RefusesMismatchedOrEmptyCounts) {
+  const std::vector<int64_t> six = {0, 0, 0, 0, 0, 1};
+  EXPECT_FALSE(ContextFreeMlmLoss(six, {0, 0, 0, 0, 0, 1, 1}, MaskingOptions()).ok());
+  EXPECT_FALSE(ContextFreeMlmLoss({0, 0, 0}, {0, 0, 0}, MaskingOptions()).ok());
+  absl::StatusOr<double> none = ContextFreeMlmLoss(six, {9, 0, 9, 9, 9, 0}, MaskingOptions());
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("no maskable target"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -111,6 +112,13 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   EXPECT_NE(md->find("## Where the time went"), std::string::npos);
   EXPECT_NE(md->find("- wall time of this invocation: "), std::string::npos);
   EXPECT_NE(md->find("## Held-out MLM perplexity"), std::string::npos);
+  // The context-free floor, computed from the study's own shards: a loss above 0 and below
+  // the log of the vocabulary (the uniform guess).
+  const size_t floor_at = md->find("**Context-free floor: ");
+  ASSERT_NE(floor_at, std::string::npos) << *md;
+  const double floor = std::stod(md->substr(floor_at + 23, 6));
+  EXPECT_GT(floor, 0.5);
+  EXPECT_LT(floor, std::log(static_cast<double>(config_->vocab_size)));
   // SST-2's epoch is selected on examples held out from train, not on the reported dev.
   auto sst = ReadFile(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
   ASSERT_TRUE(sst.ok());

@@ -253,13 +253,28 @@ TEST(StudyReportTest, PerplexityTableAndSguOrder) {
   const std::string md2 = ReportMarkdown(cells, {}, ReportContext(), "plot");
   EXPECT_NE(md2.find("linear < split"), std::string::npos) << md2;
   EXPECT_NE(md2.find("**does not match**"), std::string::npos) << md2;
+  // No floor known: no floor line, no column.
+  EXPECT_EQ(md.find("Context-free floor"), std::string::npos);
+  // With the context-free floor: how far below it each cell ended (4.5 - ln 50 = +0.588).
+  ReportContext with_floor;
+  with_floor.context_free_loss = 4.5;
+  const std::string md3 = ReportMarkdown(PaperLike(), {}, with_floor, "plot");
+  EXPECT_NE(md3.find("**Context-free floor: 4.500 nats** (perplexity 90.0)"), std::string::npos)
+      << md3;
+  EXPECT_NE(md3.find("| gmlp-tiny | split | 1.10M | 0.41M | 6.91, 5.91, 4.91 | 3.912 | 50.0 | "
+                     "+0.588 |"),
+            std::string::npos)
+      << md3;
 }
 
 TEST(StudyReportTest, WritesCsvReportAndPlots) {
   char tmpl[] = "/tmp/gmlp_study_report_XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  absl::Status st = WriteStudyOutputs(PaperLike(), ReportContext(), dir);
+  ReportContext context;
+  context.context_free_loss = 4.5;
+  context.curve_context_free_loss = 4.25;  // the curves' positions: the plot's line
+  absl::Status st = WriteStudyOutputs(PaperLike(), context, dir);
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     EXPECT_FALSE(st.ok());
     GTEST_SKIP() << "gnuplot is not installed: " << st;
@@ -291,6 +306,11 @@ TEST(StudyReportTest, WritesCsvReportAndPlots) {
   EXPECT_NE(svg->find("<svg"), std::string::npos);
   EXPECT_NE(svg->find("MNLI-like"), std::string::npos);
   EXPECT_EQ(Lines(*ReadFile(JoinPath(dir, "curves.csv"))).size(), 9u * 4 + 1);
+  // The learning curves carry the context-free floor as a line at its height.
+  auto curves_gp = ReadFile(JoinPath(dir, "plot/learning_curves.gp"));
+  ASSERT_TRUE(curves_gp.ok());
+  EXPECT_NE(curves_gp->find("4.25 with lines dt 2"), std::string::npos) << *curves_gp;
+  EXPECT_NE(curves_gp->find("context-free floor (4.250)"), std::string::npos) << *curves_gp;
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
