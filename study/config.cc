@@ -59,7 +59,8 @@ nlohmann::json StudyConfig::ToJson() const {
 }
 
 absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& origin) {
-  GMLP_RETURN_IF_ERROR(FieldsFromJson(j, origin, this, {"finetune", "comment"}));
+  // A study's own study.json is a settings file too: its "timings" are not settings.
+  GMLP_RETURN_IF_ERROR(FieldsFromJson(j, origin, this, {"finetune", "comment", "timings"}));
   if (j.contains("finetune")) {
     GMLP_RETURN_IF_ERROR(
         FieldsFromJson(j.at("finetune"), absl::StrCat(origin, " \"finetune\""), &finetune, {}));

@@ -7,6 +7,7 @@
 #include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
+#include "common/file_util.h"
 #include "study/config.h"
 #include "study/study.h"
 
@@ -29,7 +30,8 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
                    FlagSet* flags) {
   flags->Add("report_only", report_only,
              "run nothing: write the report, tables and plots of the cells finished so far in "
-             "--output (with the same settings), naming those not finished yet");
+             "--output, naming those not finished yet; the settings are those the study recorded "
+             "in <output>/study.json unless --config or --smoke is given");
   flags->Add("smoke", smoke,
              "start from the smoke preset: a two-cell grid with a few steps (minutes) that checks "
              "the whole pipeline end to end");
@@ -69,6 +71,9 @@ int StudyMain(int argc, char** argv) {
   FlagSet flags(argv[0], kUsage);
   AddStudyFlags(&c, &smoke, &report_only, &config_file, &flags);
   ParseSubcommandFlags(flags, argc, argv);
+  // A report of an existing study uses the settings it recorded, unless told otherwise.
+  const std::string recorded = JoinPath(c.output, "study.json");
+  if (report_only && !smoke && config_file.empty() && PathExists(recorded)) config_file = recorded;
   if (smoke || !config_file.empty()) {
     // Defaults, then the preset, then the file; the flags given on the command line are set
     // again over them.

@@ -249,6 +249,21 @@ void EndToEndTest::StudyExportResumesElsewhere() {
                 ("bash '" + script + "' '" + *dir_ + "' '" + exported + "2' 2>/dev/null").c_str()),
             0);
 
+  // The export is re-reported by `gmlp study --report_only` with the settings it recorded: no
+  // --smoke or --config needed (the defaults differ from this smoke study's), the same tables.
+  const std::string rereported = JoinPath(*dir_, "rereported");
+  ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + rereported + "'").c_str()), 0);
+  ASSERT_EQ(std::system(absl::StrCat(GMLP_BINARY_DIR, "/gmlp study --report_only --output='",
+                                     rereported, "' >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  for (const char* table : {"results.csv", "summary.csv"}) {
+    auto a = ReadFile(JoinPath(out, table));
+    auto b = ReadFile(JoinPath(rereported, table));
+    ASSERT_TRUE(a.ok() && b.ok()) << table;
+    EXPECT_EQ(*a, *b) << table;
+  }
+
   StudyConfig moved = *config_;
   moved.output = JoinPath(*dir_, "resumed");
   ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + moved.output + "'").c_str()), 0);
