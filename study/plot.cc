@@ -140,7 +140,7 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
           absl::StrCat(basename, "_", Sanitize(ts.first), "_", Sanitize(key), ".dat");
       GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
       plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
-                                   EncoderColor(key), "' title '", model::ArchLabel(key), "'"));
+                                   EncoderColor(key), "' title '", EncoderLabel(key), "'"));
     }
     panel_text.push_back(absl::StrCat("set title '", ts.first, " (", kind, "; ", ts.second, " ",
                                       metric, ")'\nplot ", absl::StrJoin(plots, ", \\\n     "),

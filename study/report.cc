@@ -55,6 +55,20 @@ std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
 }  // namespace
 
+std::string EncoderLabel(const std::string& encoder, const std::string& size) {
+  const size_t dash = encoder.find('-');
+  std::string label = model::ArchLabel(encoder.substr(0, dash));
+  if (!size.empty()) absl::StrAppend(&label, "-", size);
+  if (dash == std::string::npos) return label;
+  const std::string variant = encoder.substr(dash + 1);
+  if (absl::StartsWith(variant, "attn")) {
+    return absl::StrCat(label, " (attention ", variant.substr(4), ")");
+  }
+  if (absl::StartsWith(variant, "sgu-"))
+    return absl::StrCat(label, " (SGU ", variant.substr(4), ")");
+  return absl::StrCat(label, " (", variant, ")");
+}
+
 bool IsMainCell(const CellResult& c) {
   const model::ArchSpec* arch = model::FindArch(c.arch);
   return c.sgu.empty() || c.sgu == "split" || arch == nullptr || !arch->has_sgu;
@@ -268,7 +282,7 @@ std::string PointsInterval(const Interval& i) {
 
 std::string RowLabel(const RunGroup& g) {
   if (g.control == "majority") return "*majority class*";
-  std::string label = absl::StrCat(model::ArchLabel(g.encoder), "-", g.size);
+  std::string label = EncoderLabel(g.encoder, g.size);
   if (g.control == "second_only") absl::StrAppend(&label, " *(second segment only)*");
   return label;
 }

@@ -84,6 +84,11 @@ struct ReportContext {
   double curve_context_free_loss = 0;
 };
 
+// A results-table encoder for readers, with `size` when given: "amlp-attn16" -> "aMLP (attention
+// 16)", or "aMLP-tiny (attention 16)"; "gmlp-sgu-linear" -> "gMLP (SGU linear)"; an arch alone
+// -> its label ("gMLP", "gMLP-tiny").
+std::string EncoderLabel(const std::string& encoder, const std::string& size = "");
+
 // The main grid cells (default SGU) are finetuned; SGU-variant cells are pretrain-only.
 bool IsMainCell(const CellResult& cell);
 // The score of `task` in `cell` (control "none"), or nullptr.

@@ -267,6 +267,14 @@ TEST(StudyReportTest, PerplexityTableAndSguOrder) {
       << md3;
 }
 
+TEST(StudyReportTest, EncoderLabelsNameTheVariant) {
+  EXPECT_EQ(EncoderLabel("transformer", "mini"), "Transformer-mini");
+  EXPECT_EQ(EncoderLabel("gmlp"), "gMLP");
+  EXPECT_EQ(EncoderLabel("amlp-attn16", "tiny"), "aMLP-tiny (attention 16)");
+  EXPECT_EQ(EncoderLabel("amlp-attn16"), "aMLP (attention 16)");
+  EXPECT_EQ(EncoderLabel("gmlp-sgu-linear", "tiny"), "gMLP-tiny (SGU linear)");
+}
+
 TEST(StudyReportTest, WritesCsvReportAndPlots) {
   char tmpl[] = "/tmp/gmlp_study_report_XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
