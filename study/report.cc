@@ -462,6 +462,33 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
                   count["cannot judge"], " cannot be judged (each line above says why).\n\n");
 }
 
+// Under the verdicts: the finetuned cells whose pretraining did not take their held-out loss
+// below the context-free floor (it learned nothing from context there), the Transformer first,
+// since every gap above is measured against it.
+void AppendFloorCaveat(const std::vector<CellResult>& cells, double floor, std::string* md) {
+  if (floor <= 0) return;
+  std::vector<std::string> baselines, others;
+  for (const CellResult& c : cells) {
+    if (!IsMainCell(c) || c.scores.empty() || c.mlm_loss < floor) continue;
+    (c.arch == "transformer" ? baselines : others)
+        .push_back(absl::StrFormat("%s (%.3f)", c.name, c.mlm_loss));
+  }
+  if (!baselines.empty()) {
+    absl::StrAppend(
+        md, absl::StrFormat(
+                "**Caveat: the baseline learned nothing from context in pretraining.** %s ended "
+                "at or above the context-free floor (%.3f nats, see \"Held-out MLM "
+                "perplexity\"): every gap at that size compares with a Transformer whose "
+                "attention was learned during finetuning alone.\n\n",
+                absl::StrJoin(baselines, ", "), floor));
+  }
+  if (!others.empty()) {
+    absl::StrAppend(
+        md, absl::StrFormat("Also at or above the context-free floor (%.3f nats): %s.\n\n", floor,
+                            absl::StrJoin(others, ", ")));
+  }
+}
+
 // Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.
 void AppendPerplexity(const std::vector<CellResult>& cells, double floor, std::string* md) {
   absl::StrAppend(md, "## Held-out MLM perplexity\n\n");
@@ -543,6 +570,7 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted,
   AppendTimings(context, &md);
   AppendScores(GroupRows(rows), &md);
   AppendVerdicts(rows, &md);
+  AppendFloorCaveat(cells, context.context_free_loss, &md);
   AppendPerplexity(cells, context.context_free_loss, &md);
   return md;
 }

@@ -265,6 +265,25 @@ TEST(StudyReportTest, PerplexityTableAndSguOrder) {
                      "+0.588 |"),
             std::string::npos)
       << md3;
+  // Every cell is below 4.5: no caveat. With the floor at 3.95 (the made-up finetuned cells are at
+  // ln 50 = 3.912; two are raised to 4.0) those two are named, the Transformer as the caveat;
+  // the pretrain-only SGU variants (ln 55-70) are not finetuned cells and are not named.
+  EXPECT_EQ(md3.find("Caveat: the baseline learned nothing"), std::string::npos) << md3;
+  std::vector<CellResult> raised = PaperLike();
+  for (CellResult& c : raised) {
+    if (c.name == "transformer-tiny" || c.name == "amlp-mini") c.mlm_loss = 4.0;
+  }
+  ReportContext low_floor;
+  low_floor.context_free_loss = 3.95;
+  const std::string md4 = ReportMarkdown(raised, {}, low_floor, "plot");
+  EXPECT_NE(md4.find("**Caveat: the baseline learned nothing from context in pretraining.** "
+                     "transformer-tiny (4.000) ended at or above the context-free floor (3.950"),
+            std::string::npos)
+      << md4;
+  EXPECT_NE(md4.find("Also at or above the context-free floor (3.950 nats): amlp-mini (4.000)."),
+            std::string::npos)
+      << md4;
+  EXPECT_EQ(md4.find("sgu-linear ("), std::string::npos) << md4;
 }
 
 TEST(StudyReportTest, EncoderLabelsNameTheVariant) {
