@@ -393,27 +393,55 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
   return eval.loss;
 }
 
+// Per id: how often it occurs in the training split as written (nothing chosen, nothing
+// replaced), read in batches of `batch_size` (the tail that fills no batch is left out): the
+// frequencies a context-free predictor can learn.
+absl::StatusOr<std::vector<int64_t>> TrainTokenCounts(const std::string& shard_dir,
+                                                      int64_t batch_size) {
+  data::LoaderOptions lo = HeldOutLoaderOptions(shard_dir, batch_size);
+  lo.split = "train";
+  lo.masking.mask_rate = 0;
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> train, data::MlmLoader::Open(lo));
+  std::vector<int64_t> counts(static_cast<size_t>(train->vocab_size()), 0);
+  for (int64_t b = train->batches_per_epoch(); b > 0; --b) {
+    GMLP_ASSIGN_OR_RETURN(const data::MlmBatch batch, train->Next());
+    for (int32_t id : batch.input_ids) ++counts[static_cast<size_t>(id)];
+  }
+  return counts;
+}
+
 // The context-free floor (data::ContextFreeMlmLoss) of a held-out loss: the predictor knows
-// the training split's token frequencies and is scored on the labels of the first `batches`
-// batches of `held_out` (the positions that loss is measured on).
-absl::StatusOr<double> ContextFreeFloor(const data::LoaderOptions& held_out, int64_t batches) {
+// `train_counts` and is scored on the labels of the first `batches` batches of `held_out` (the
+// positions that loss is measured on).
+absl::StatusOr<double> ContextFreeFloor(const std::vector<int64_t>& train_counts,
+                                        const data::LoaderOptions& held_out, int64_t batches) {
   GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> valid, data::MlmLoader::Open(held_out));
   std::vector<int64_t> target(static_cast<size_t>(valid->vocab_size()), 0);
   for (int64_t b = HeldOutBatches(*valid, batches); b > 0; --b) {
     GMLP_ASSIGN_OR_RETURN(const data::MlmBatch batch, valid->Next());
     for (int32_t id : batch.masked_labels) ++target[static_cast<size_t>(id)];
   }
-  // The training split as written: nothing chosen, nothing replaced.
-  data::LoaderOptions lo = held_out;
-  lo.split = "train";
-  lo.masking.mask_rate = 0;
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> train, data::MlmLoader::Open(lo));
-  std::vector<int64_t> model(target.size(), 0);
-  for (int64_t b = train->batches_per_epoch(); b > 0; --b) {
-    GMLP_ASSIGN_OR_RETURN(const data::MlmBatch batch, train->Next());
-    for (int32_t id : batch.input_ids) ++model[static_cast<size_t>(id)];
-  }
-  return data::ContextFreeMlmLoss(model, target, held_out.masking);
+  return data::ContextFreeMlmLoss(train_counts, target, held_out.masking);
+}
+
+// Both floors the report uses: at the final loss's positions (HeldOutMlmLoss) and at the
+// learning curves' (the trainer's evaluation batches, as pretrain/run.cc opens them: the
+// cell's seed and masking, the same for every cell). The training split is read once.
+absl::Status AddContextFreeFloors(const StudyConfig& config, const std::string& shard_dir,
+                                  const pretrain::TrainConfig& train, ReportContext* context) {
+  GMLP_ASSIGN_OR_RETURN(const std::vector<int64_t> counts,
+                        TrainTokenCounts(shard_dir, config.pretrain_batch));
+  data::LoaderOptions curve = HeldOutLoaderOptions(shard_dir, train.micro_batch);
+  curve.seed = train.seed;
+  curve.masking.mask_rate = train.mask_rate;
+  curve.masking.whole_word = train.whole_word;
+  GMLP_ASSIGN_OR_RETURN(
+      context->context_free_loss,
+      ContextFreeFloor(counts, HeldOutLoaderOptions(shard_dir, config.pretrain_batch),
+                       config.ppl_batches));
+  GMLP_ASSIGN_OR_RETURN(context->curve_context_free_loss,
+                        ContextFreeFloor(counts, curve, train.eval_batches));
+  return absl::OkStatus();
 }
 
 // What a pretraining run's metrics.jsonl says: its held-out loss curve ("eval" records) and
@@ -741,22 +769,14 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
   context.stages = log.stages();
   for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
   if (PathExists(JoinPath(data.shard_dir, data::kManifestFile)) && !cells.empty()) {
-    // The final loss's positions (HeldOutMlmLoss), and the learning curves' (the trainer's
-    // evaluation: its seed and masking, the same for every cell).
-    const pretrain::TrainConfig& train = cells.front().pretrain.train;
-    data::LoaderOptions curve = HeldOutLoaderOptions(data.shard_dir, train.micro_batch);
-    curve.seed = train.seed;
-    curve.masking.mask_rate = train.mask_rate;
-    curve.masking.whole_word = train.whole_word;
-    absl::StatusOr<double> floor = ContextFreeFloor(
-        HeldOutLoaderOptions(data.shard_dir, config.pretrain_batch), config.ppl_batches);
-    absl::StatusOr<double> curve_floor = ContextFreeFloor(curve, train.eval_batches);
-    if (floor.ok() && curve_floor.ok()) {
-      context.context_free_loss = *floor;
-      context.curve_context_free_loss = *curve_floor;
+    ReportContext floors;
+    const absl::Status st =
+        AddContextFreeFloors(config, data.shard_dir, cells.front().pretrain.train, &floors);
+    if (st.ok()) {
+      context.context_free_loss = floors.context_free_loss;
+      context.curve_context_free_loss = floors.curve_context_free_loss;
     } else {
-      progress(absl::StrCat("warning: no context-free floor: ",
-                            (floor.ok() ? curve_floor : floor).status().message()));
+      progress(absl::StrCat("warning: no context-free floor: ", st.message()));
     }
   }
   GMLP_RETURN_IF_ERROR(RecordTimings(config, context.stages));
