@@ -3,3 +3,9 @@
 add_executable(model_bench model_bench.cc)
 target_link_libraries(model_bench PRIVATE gmlp::model gmlp_torch gmlp_bench_profile absl::strings absl::str_format)
 gmlp_use_torch_pch(model_bench)
+
+# context_bench: steps each encoder needs to learn a local rule from context, by sequence length
+# (not a speed benchmark; see its header).
+add_executable(context_bench context_bench.cc)
+target_link_libraries(context_bench PRIVATE gmlp::model gmlp_torch absl::strings)
+gmlp_use_torch_pch(context_bench)

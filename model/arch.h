@@ -24,7 +24,7 @@ class EncoderBlockImpl;
 struct BlockSpec {
   // Builds one block; `config` has passed Validate().
   std::shared_ptr<EncoderBlockImpl> (*make)(const EncoderConfig& config);
-  bool position_embeddings;                         // the embeddings add learned positions
+  bool (*position_embeddings)(const EncoderConfig& config);  // the embeddings add positions
   bool (*final_norm)(const EncoderConfig& config);  // a LayerNorm follows the last block
   // Checks of the fields only this arch reads (the shared ones are EncoderConfig::Validate's).
   absl::Status (*validate)(const EncoderConfig& config);

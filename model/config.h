@@ -32,6 +32,9 @@ struct EncoderConfig {
   std::string attn_input = "block";  // amlp: "block" (LN(x), the paper) or "expanded" (Z)
   int64_t token_mlp_dim = 256;       // mixer: hidden width of the MLP over the sequence axis
   bool pre_ln = false;               // transformer: BERT is post-LN
+  // transformer: "learned" (BERT's position embeddings) or "alibi" (no position embeddings; each
+  // head's attention scores get -slope * |i - j|, Press et al. 2022, bidirectional as MosaicBERT).
+  std::string position = "learned";
   double dropout = 0.1;
   double layer_norm_eps = 1e-12;
   double init_std = 0.02;  // normal init of dense and embedding weights
@@ -56,6 +59,7 @@ struct EncoderConfig {
     visit("attn_input", self.attn_input, "aMLP: block (LN(x)) | expanded (Z)");
     visit("token_mlp_dim", self.token_mlp_dim, "mixer: hidden width of the token MLP");
     visit("pre_ln", self.pre_ln, "Transformer: pre-LN instead of BERT's post-LN");
+    visit("position", self.position, "Transformer: learned (BERT) | alibi (distance bias)");
     visit("dropout", self.dropout, "dropout rate");
     visit("layer_norm_eps", self.layer_norm_eps, "LayerNorm epsilon");
     visit("init_std", self.init_std, "std of the normal init of dense and embedding weights");

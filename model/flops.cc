@@ -17,7 +17,7 @@ ParamCount CountParameters(const EncoderConfig& c) {
   if (arch == nullptr) return count;
   // Token and segment tables, learned positions when the arch has them, embedding LayerNorm.
   count.embedding = c.vocab_size * d + c.type_vocab_size * d + LayerNormParams(d);
-  if (arch->block.position_embeddings) count.embedding += c.max_seq_len * d;
+  if (arch->block.position_embeddings(c)) count.embedding += c.max_seq_len * d;
   const int64_t final_norm = arch->block.final_norm(c) ? LayerNormParams(d) : 0;
   count.total = count.embedding + c.n_layers * arch->block.params(c) + final_norm;
   return count;

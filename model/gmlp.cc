@@ -166,7 +166,7 @@ double BlockFlops(const EncoderConfig& c, double n) {
 BlockSpec GmlpBlockSpec() {
   return {
       &MakeBlock<GmlpBlockImpl>,
-      /*position_embeddings=*/false,
+      &NoPositionEmbeddings,
       &AlwaysFinalNorm,
       &Validate,
       &BlockParams,

@@ -64,7 +64,7 @@ double BlockFlops(const EncoderConfig& c, double n) {
 BlockSpec MixerBlockSpec() {
   return {
       &MakeBlock<MixerBlockImpl>,
-      /*position_embeddings=*/false,
+      &NoPositionEmbeddings,
       &AlwaysFinalNorm,
       &Validate,
       &BlockParams,

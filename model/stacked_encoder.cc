@@ -5,7 +5,8 @@ namespace gmlp::model {
 
 StackedEncoderImpl::StackedEncoderImpl(const EncoderConfig& config, const BlockSpec& block)
     : EncoderImpl(config) {
-  embeddings_ = register_module("embeddings", Embeddings(config, block.position_embeddings));
+  embeddings_ =
+      register_module("embeddings", Embeddings(config, block.position_embeddings(config)));
   blocks_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.n_layers; ++i) blocks_->push_back(block.make(config));
   if (block.final_norm(config)) {

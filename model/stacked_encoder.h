@@ -34,6 +34,8 @@ std::shared_ptr<EncoderBlockImpl> MakeBlock(const EncoderConfig& config) {
 
 // BlockSpec::final_norm of pre-LN blocks: the stack always ends with a LayerNorm.
 inline bool AlwaysFinalNorm(const EncoderConfig&) { return true; }
+// BlockSpec::position_embeddings of blocks that are position-aware themselves (SGU, token MLP).
+inline bool NoPositionEmbeddings(const EncoderConfig&) { return false; }
 
 class StackedEncoderImpl : public EncoderImpl {
  public:

@@ -19,6 +19,28 @@ TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
   ffn_in_ = register_module("ffn_in", MakeLinear(d, f, std));
   ffn_out_ = register_module("ffn_out", MakeLinear(f, d, std));
   ffn_norm_ = register_module("ffn_norm", LayerNorm(d, config.layer_norm_eps));
+  if (config.position == "alibi") {
+    const std::vector<double> slopes = AlibiSlopes(n_heads_);
+    alibi_slopes_H11_ = register_buffer(
+        "alibi_slopes", torch::tensor(slopes, torch::kFloat).view({n_heads_, 1, 1}));
+  }
+}
+
+std::vector<double> AlibiSlopes(int64_t n_heads) {
+  int64_t pow2 = 1;
+  while (pow2 * 2 <= n_heads) pow2 *= 2;
+  auto geometric = [](int64_t count) {
+    std::vector<double> out;
+    const double ratio = std::pow(2.0, -8.0 / static_cast<double>(count));
+    for (int64_t i = 1; i <= count; ++i) out.push_back(std::pow(ratio, static_cast<double>(i)));
+    return out;
+  };
+  std::vector<double> slopes = geometric(pow2);
+  const std::vector<double> finer = geometric(2 * pow2);
+  for (int64_t i = 0; static_cast<int64_t>(slopes.size()) < n_heads; i += 2) {
+    slopes.push_back(finer[i]);
+  }
+  return slopes;
 }
 
 torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
@@ -30,6 +52,11 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
   const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});
   const torch::Tensor v_BHnK = qkv[2].permute({1, 2, 0, 3});
   torch::Tensor scores_BHnn = torch::matmul(q_BHnK, k_BHnK.transpose(2, 3));
+  if (alibi_slopes_H11_.defined()) {
+    const torch::Tensor pos_n = torch::arange(n, scores_BHnn.options().dtype(torch::kFloat));
+    const torch::Tensor distance_nn = (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs();
+    scores_BHnn = scores_BHnn - (alibi_slopes_H11_ * distance_nn).to(scores_BHnn.scalar_type());
+  }
   if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
   const torch::Tensor probs_BHnn =
       Dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
@@ -60,6 +87,10 @@ absl::Status Validate(const EncoderConfig& c) {
     return InvalidConfig(
         absl::StrCat("d_model (", c.d_model, ") must be divisible by n_heads (", c.n_heads, ")"));
   }
+  if (c.position != "learned" && c.position != "alibi") {
+    return InvalidConfig(
+        absl::StrCat("position must be learned or alibi, got \"", c.position, "\""));
+  }
   return absl::OkStatus();
 }
 
@@ -79,13 +110,15 @@ double BlockFlops(const EncoderConfig& c, double n) {
 
 bool FinalNormIfPreLn(const EncoderConfig& c) { return c.pre_ln; }
 
+bool LearnedPositions(const EncoderConfig& c) { return c.position == "learned"; }
+
 }  // namespace
 
-// Learned position embeddings; a final LayerNorm only when pre-LN (BERT is post-LN).
+// Learned position embeddings unless ALiBi; a final LayerNorm only when pre-LN (BERT is post-LN).
 BlockSpec TransformerBlockSpec() {
   return {
       &MakeBlock<TransformerBlockImpl>,
-      /*position_embeddings=*/true,
+      &LearnedPositions,
       &FinalNormIfPreLn,
       &Validate,
       &BlockParams,

@@ -25,6 +25,7 @@ TEST(EncoderConfigTest, JsonRoundTripKeepsEveryField) {
   c.attn_input = "expanded";
   c.token_mlp_dim = 33;
   c.pre_ln = true;
+  c.position = "alibi";
   c.dropout = 0.25;
   c.layer_norm_eps = 1e-6;
   c.init_std = 0.05;
@@ -37,6 +38,7 @@ TEST(EncoderConfigTest, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->d_ffn, 98);
   EXPECT_DOUBLE_EQ(back->sgu_init_eps, 0.01);
   EXPECT_TRUE(back->pre_ln);
+  EXPECT_EQ(back->position, "alibi");
 }
 
 TEST(EncoderConfigTest, MissingKeysTakeDefaults) {
@@ -96,6 +98,10 @@ TEST(EncoderConfigTest, ValidateNamesTheBadField) {
   add("attn_input", [](EncoderConfig& c) {
     c.arch = "amlp";
     c.attn_input = "both";
+  });
+  add("position", [](EncoderConfig& c) {
+    c.arch = "transformer";
+    c.position = "rotary";
   });
   add("token_mlp_dim", [](EncoderConfig& c) {
     c.arch = "mixer";

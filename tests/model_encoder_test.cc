@@ -2,13 +2,16 @@
 // classification heads, and the SGU's initial identity (a plain gated FFN).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "model/autocast.h"
 #include "model/encoder.h"
 #include "model/gmlp.h"
 #include "model/heads.h"
 #include "model/layers.h"
+#include "model/transformer.h"
 #include "tests/model_test_util.h"
 
 namespace gmlp::model {
@@ -152,6 +155,50 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, EncoderKindTest, ::testing::ValuesIn(AllTinyC
 
 // Paper Sec. 2.1: with W = 0 and b = 1 the SGU passes Z1 through, so the block is exactly a
 // plain gated FFN x + V(GELU(U1 LN x) * 1). Each variant's identity, written with plain ops.
+// The slopes of ALiBi's reference code (Press et al.), written out.
+TEST(AlibiTest, SlopesFollowTheReference) {
+  auto expect = [](int64_t heads, const std::vector<double>& want) {
+    const std::vector<double> got = AlibiSlopes(heads);
+    ASSERT_EQ(got.size(), want.size()) << heads;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << heads;
+  };
+  expect(1, {std::pow(2.0, -8)});
+  expect(2, {std::pow(2.0, -4), std::pow(2.0, -8)});
+  expect(3, {std::pow(2.0, -4), std::pow(2.0, -8), std::pow(2.0, -2)});
+  std::vector<double> twelve;
+  for (int i = 1; i <= 8; ++i) twelve.push_back(std::pow(2.0, -i));
+  for (double e : {0.5, 1.5, 2.5, 3.5}) twelve.push_back(std::pow(2.0, -e));
+  expect(12, twelve);
+}
+
+// ALiBi replaces the position table: the model has none, and it sees only distances, so a
+// sequence and its reversal give mirrored outputs (learned positions do not).
+TEST(AlibiTest, NoPositionTableAndReversalMirrorsOutputs) {
+  EncoderConfig c = testing::TinyConfig("transformer");
+  c.pre_ln = true;
+  c.position = "alibi";
+  torch::manual_seed(3);
+  auto encoder = MakeEncoder(c);
+  for (const auto& item : encoder->named_parameters()) {
+    EXPECT_EQ(item.key().find("position"), std::string::npos) << item.key();
+  }
+  testing::Perturb(*encoder, 0.5, 4);
+  encoder->eval();
+  EncoderInput in;
+  in.input_ids = torch::randint(0, c.vocab_size, {1, 12}, torch::kLong);
+  const torch::Tensor a = encoder->forward(in);
+  EncoderInput reversed;
+  reversed.input_ids = in.input_ids.flip(1);
+  const torch::Tensor b = encoder->forward(reversed);
+  EXPECT_TRUE(torch::allclose(a, b.flip(1), 1e-5, 1e-6));
+  c.position = "learned";
+  torch::manual_seed(3);
+  auto learned = MakeEncoder(c);
+  testing::Perturb(*learned, 0.5, 4);
+  learned->eval();
+  EXPECT_FALSE(torch::allclose(learned->forward(in), learned->forward(reversed).flip(1), 1e-3));
+}
+
 TEST(SguInitTest, ZeroSpatialWeightGivesPlainGatedFfn) {
   for (const char* sgu : {"split", "multiplicative", "additive", "linear"}) {
     EncoderConfig c = TinyConfig("gmlp", sgu);

@@ -38,11 +38,19 @@ torch::Tensor Norm(const torch::Tensor& x, const Params& p, const std::string& n
   return RefLayerNorm(x, p[name + ".weight"], p[name + ".bias"], eps);
 }
 
-// Single- or multi-head softmax attention over (B, n, H, k) q/k/v; keep_Bn masks keys.
+// Single- or multi-head softmax attention over (B, n, H, k) q/k/v; keep_Bn masks keys. With
+// `slopes` (one per head), ALiBi: score(i, j) of head h gets -slopes[h] * |i - j|.
 torch::Tensor RefAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                           const torch::Tensor& keep_Bn) {
+                           const torch::Tensor& keep_Bn, const std::vector<double>& slopes = {}) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   torch::Tensor scores = torch::einsum("bihc,bjhc->bhij", {q, k}) * scale;
+  for (size_t h = 0; h < slopes.size(); ++h) {
+    for (int64_t i = 0; i < q.size(1); ++i) {
+      for (int64_t j = 0; j < q.size(1); ++j) {
+        scores.select(1, h).select(1, i).select(1, j) -= slopes[h] * std::abs(i - j);
+      }
+    }
+  }
   scores = scores.masked_fill(keep_Bn.logical_not().view({keep_Bn.size(0), 1, 1, -1}),
                               -std::numeric_limits<double>::infinity());
   const torch::Tensor probs = torch::exp(scores - std::get<0>(scores.max(-1, true)));
@@ -88,7 +96,11 @@ torch::Tensor RefTransformerBlock(const torch::Tensor& x, const torch::Tensor& k
   auto attention = [&](const torch::Tensor& h) {
     const torch::Tensor qkv = Dense(h, p, pre + "attn_qkv");
     auto part = [&](int i) { return qkv.slice(-1, i * d, (i + 1) * d).view({B, n, H, d / H}); };
-    const torch::Tensor o = RefAttention(part(0), part(1), part(2), keep_Bn).reshape({B, n, d});
+    // ALiBi's slopes for the tiny configs' 2 heads, written out: 2^-4 and 2^-8.
+    std::vector<double> slopes;
+    if (c.position == "alibi") slopes = {1.0 / 16, 1.0 / 256};
+    const torch::Tensor o =
+        RefAttention(part(0), part(1), part(2), keep_Bn, slopes).reshape({B, n, d});
     return Dense(o, p, pre + "attn_out");
   };
   auto ffn = [&](const torch::Tensor& h) {
@@ -136,7 +148,9 @@ torch::Tensor RefEncoder(const EncoderInput& in, const Params& p, const EncoderC
                     p["embeddings.segment.weight"]
                         .index_select(0, in.segment_ids.reshape(-1))
                         .view({in.input_ids.size(0), n, -1});
-  if (c.arch == "transformer") x = x + p["embeddings.position.weight"].slice(0, 0, n);
+  if (c.arch == "transformer" && c.position == "learned") {
+    x = x + p["embeddings.position.weight"].slice(0, 0, n);
+  }
   x = Norm(x, p, "embeddings.norm", c.layer_norm_eps);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     x = RefBlock(x, in.pad_mask, p, "blocks." + std::to_string(i) + ".", c);

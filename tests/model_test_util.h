@@ -46,6 +46,9 @@ inline std::vector<NamedConfig> AllTinyConfigs() {
   EncoderConfig pre = TinyConfig("transformer");
   pre.pre_ln = true;
   out.push_back({"transformer_preln", pre});
+  EncoderConfig alibi = pre;
+  alibi.position = "alibi";
+  out.push_back({"transformer_alibi", alibi});
   for (const char* sgu : {"split", "multiplicative", "additive", "linear"}) {
     out.push_back({std::string("gmlp_") + sgu, TinyConfig("gmlp", sgu)});
     out.push_back({std::string("amlp_") + sgu, TinyConfig("amlp", sgu)});
