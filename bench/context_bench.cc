@@ -12,6 +12,7 @@
 //                      [--archs=transformer_preln,transformer,transformer_alibi,gmlp_split,amlp_split,mixer]
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -71,17 +72,17 @@ int Main(int argc, char** argv) {
     }
   }
   torch::set_num_threads(1);
+  const std::vector<testing::NamedConfig> known = testing::AllTinyConfigs();
   std::vector<testing::NamedConfig> configs;
   for (const std::string& name : o.archs) {
-    bool found = false;
-    for (const testing::NamedConfig& c : testing::AllTinyConfigs()) {
-      if (c.name == name) configs.push_back(c), found = true;
-    }
-    if (!found) {
+    auto it = std::find_if(known.begin(), known.end(),
+                           [&](const testing::NamedConfig& c) { return c.name == name; });
+    if (it == known.end()) {
       std::fprintf(stderr, "context_bench: unknown encoder %s (names as in model_test_util.h)\n",
                    name.c_str());
       return 2;
     }
+    configs.push_back(*it);
   }
   std::printf(
       "Steps until the held-out loss is below half the context-free floor "
