@@ -38,6 +38,23 @@ absl::Status StudyConfig::Validate() const {
   if (!(holdout_fraction > 0 && holdout_fraction < 0.5)) {
     return absl::InvalidArgumentError("--holdout_fraction must be in (0, 0.5)");
   }
+  if (transformer_positions.empty()) {
+    return absl::InvalidArgumentError(
+        "--transformer_positions is empty; name alibi, learned or both (the first is the "
+        "baseline)");
+  }
+  for (size_t i = 0; i < transformer_positions.size(); ++i) {
+    const std::string& p = transformer_positions[i];
+    if (p != "learned" && p != "alibi") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--transformer_positions: '", p, "' is not one of alibi, learned"));
+    }
+    if (std::find(transformer_positions.begin(), transformer_positions.begin() + i, p) !=
+        transformer_positions.begin() + i) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--transformer_positions names '", p, "' twice"));
+    }
+  }
   if (amlp_attn_sizes.empty()) {
     return absl::InvalidArgumentError("--amlp_attn_sizes is empty; the paper's is 64");
   }
@@ -68,6 +85,16 @@ absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& 
   return absl::OkStatus();
 }
 
+std::string TransformerEncoder(const std::string& position) {
+  return position == "learned" ? "transformer" : absl::StrCat("transformer-", position);
+}
+
+std::string BaselineEncoder(const StudyConfig& config) {
+  return TransformerEncoder(config.transformer_positions.empty()
+                                ? "learned"
+                                : config.transformer_positions.front());
+}
+
 absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) {
   GMLP_ASSIGN_OR_RETURN(nlohmann::json j,
                         ReadJsonFile(path, "fix the file (a JSON object of `gmlp study` flags)"));
@@ -91,7 +118,7 @@ std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& n
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
   for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
-                        "amlp_attn_sizes", "timings"}) {
+                        "amlp_attn_sizes", "transformer_positions", "timings"}) {
     j.erase(k);
   }
   return j;

@@ -40,6 +40,13 @@ struct StudyConfig {
   // The Transformer baseline is pre-LN: post-LN (BERT's) collapsed to the majority class at this
   // scale (the study's default run of 2026-11-29: the post-LN Transformer-mini on SST-2 and SICK).
   bool transformer_pre_ln = true;
+  // The Transformer's positions, one Transformer cell per value; the first is the baseline every
+  // encoder is compared with (and gets the controls). "learned" is BERT's position table (cell
+  // "transformer-<size>"), "alibi" a distance bias on the attention scores instead (cell
+  // "transformer-<size>-alibi", encoder "transformer-alibi"). ALiBi by default: at this scale
+  // learned positions did not leave the context-free floor (the long run's Transformer-tiny and
+  // -mini, results/2026-12-01-cpu-3h; bench/context_bench at length 128).
+  std::vector<std::string> transformer_positions = {"alibi"};
   // aMLP's tiny-attention width, one aMLP cell per value; the first is the main "amlp" encoder,
   // the others are reported as "amlp-attn<N>". The paper: 64 at d_model 512-1024 (1/8-1/16).
   std::vector<uint64_t> amlp_attn_sizes = {64};
@@ -112,6 +119,9 @@ struct StudyConfig {
           "EncoderConfig overrides for every cell, 'key=value,...'");
     visit("transformer_pre_ln", self.transformer_pre_ln,
           "pre-LN Transformer baseline (post-LN collapses at this scale)");
+    visit("transformer_positions", self.transformer_positions,
+          "Transformer positions, one Transformer cell each (first = the baseline): alibi, "
+          "learned (BERT's table)");
     visit("amlp_attn_sizes", self.amlp_attn_sizes,
           "aMLP tiny-attention widths, one aMLP cell each (first = the main aMLP)");
     visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
@@ -146,6 +156,12 @@ struct StudyConfig {
   // `*this`. Errors name `origin`.
   absl::Status MergeJson(const nlohmann::json& j, const std::string& origin);
 };
+
+// The results table's encoder of the Transformer cell with `position`: "transformer" for BERT's
+// learned positions, "transformer-<position>" otherwise.
+std::string TransformerEncoder(const std::string& position);
+// The encoder every other is compared with: the Transformer with transformer_positions[0].
+std::string BaselineEncoder(const StudyConfig& config);
 
 // Reads a study configuration file (a JSON object of field names, as study.json holds them, and
 // an optional "comment") over `*config`: `gmlp study --config=study/configs/cpu-3h.json`.

@@ -28,12 +28,15 @@ std::string Sanitize(const std::string& s) {
   return out;
 }
 
-// One color per encoder in every panel (the floors are grey and orange).
+// One color per encoder in every panel (the floors are grey and orange); a variant
+// ("amlp-attn16", "transformer-alibi") gets its arch's second color.
 std::string EncoderColor(const std::string& encoder) {
   static const char* kColors[] = {"#0072b2", "#009e73", "#7b3fe4", "#cc79a7", "#56b4e9"};
-  const int rank = model::ArchRank(encoder);
-  const bool known = model::FindArch(encoder) != nullptr;
-  return known ? kColors[rank % 5] : "#555555";
+  static const char* kVariantColors[] = {"#000000", "#66a61e", "#e7298a", "#a6761d", "#1b9e77"};
+  const std::string arch = encoder.substr(0, encoder.find('-'));
+  if (model::FindArch(arch) == nullptr) return "#555555";
+  const int rank = model::ArchRank(arch) % 5;
+  return arch == encoder ? kColors[rank] : kVariantColors[rank];
 }
 
 std::string ParamsLabel(int64_t n) {
@@ -89,10 +92,11 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
     if (!r.reported) continue;
     const auto ts = std::make_pair(r.task, r.split);
     if (panels.count(ts) == 0) panels_order.push_back(ts);
-    // Majority rows are one line; the second-segment control is one line per baseline size.
-    const std::string key = r.control == "none"          ? r.encoder
-                            : r.control == "second_only" ? absl::StrCat(r.control, "-", r.size)
-                                                         : r.control;
+    // Majority rows are one line; the second-segment control is one line per encoder and size.
+    const std::string key = r.control == "none" ? r.encoder
+                            : r.control == "second_only"
+                                ? absl::StrCat(r.control, "-", r.encoder, "-", r.size)
+                                : r.control;
     Series& s = panels[ts][key];
     s.encoder = r.encoder;
     s.size = r.size;
@@ -126,8 +130,8 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
             "%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
             majority ? 2 : 2 + second_only_lines++, majority ? "#888888" : "#cc6600",
             majority ? "majority class"
-                     : absl::StrCat("second segment only (", model::ArchLabel(s.encoder), "-",
-                                    s.size, ")")));
+                     : absl::StrCat("second segment only (", EncoderLabel(s.encoder, s.size),
+                                    ")")));
         continue;
       }
       std::string dat = "# params mean ci_lo ci_hi (points)\n";

@@ -66,6 +66,7 @@ std::string EncoderLabel(const std::string& encoder, const std::string& size) {
   }
   if (absl::StartsWith(variant, "sgu-"))
     return absl::StrCat(label, " (SGU ", variant.substr(4), ")");
+  if (variant == "alibi") return absl::StrCat(label, " (ALiBi)");
   return absl::StrCat(label, " (", variant, ")");
 }
 
@@ -436,7 +437,8 @@ void AppendScores(const std::vector<RunGroup>& groups, std::string* md) {
 }
 
 // The verdicts (study/verdict.h) and a plain summary of the pattern verdicts.
-void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
+void AppendVerdicts(const std::vector<ResultRow>& rows, const std::string& baseline,
+                    std::string* md) {
   absl::StrAppend(md, "## Finding: attention-free vs Transformer, single- vs cross-sentence\n\n");
   absl::StrAppend(
       md,
@@ -445,8 +447,11 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
       "attention) closes or reverses that gap; on the alignment probe, the hypothesis predicts "
       "gMLP near the others on the aligned version and behind them on the shifted one. Gaps are "
       "encoder minus Transformer in points with 95% intervals; a verdict needs an interval that "
-      "excludes zero.\n\n");
-  auto verdicts = ComputeVerdicts(rows);
+      "excludes zero. The Transformer here is the baseline, ",
+      EncoderLabel(baseline), " (`", baseline, "` in results.csv).\n\n");
+  VerdictOptions options;
+  options.baseline = baseline;
+  auto verdicts = ComputeVerdicts(rows, options);
   if (!verdicts.ok()) {
     absl::StrAppend(md, "No verdicts: ", verdicts.status().message(), "\n\n");
     return;
@@ -465,12 +470,13 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, std::string* md) {
 // Under the verdicts: the finetuned cells whose pretraining did not take their held-out loss
 // below the context-free floor (it learned nothing from context there), the Transformer first,
 // since every gap above is measured against it.
-void AppendFloorCaveat(const std::vector<CellResult>& cells, double floor, std::string* md) {
+void AppendFloorCaveat(const std::vector<CellResult>& cells, double floor,
+                       const std::string& baseline, std::string* md) {
   if (floor <= 0) return;
   std::vector<std::string> baselines, others;
   for (const CellResult& c : cells) {
     if (!IsMainCell(c) || c.scores.empty() || c.mlm_loss < floor) continue;
-    (c.arch == "transformer" ? baselines : others)
+    (c.encoder == baseline ? baselines : others)
         .push_back(absl::StrFormat("%s (%.3f)", c.name, c.mlm_loss));
   }
   if (!baselines.empty()) {
@@ -569,8 +575,8 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted,
   AppendSetup(context, plot_basename, &md);
   AppendTimings(context, &md);
   AppendScores(GroupRows(rows), &md);
-  AppendVerdicts(rows, &md);
-  AppendFloorCaveat(cells, context.context_free_loss, &md);
+  AppendVerdicts(rows, context.baseline, &md);
+  AppendFloorCaveat(cells, context.context_free_loss, context.baseline, &md);
   AppendPerplexity(cells, context.context_free_loss, &md);
   return md;
 }

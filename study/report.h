@@ -77,6 +77,8 @@ struct ReportContext {
   std::vector<std::string> notes;  // setup remarks (the baseline's LN, aMLP's attention ratio)
   std::vector<StageTiming> stages;
   double total_seconds = 0;
+  // The results table's encoder every other is compared with (BaselineEncoder, study/config.h).
+  std::string baseline = "transformer";
   // The held-out loss of the best predictor that ignores context (data::ContextFreeMlmLoss) on
   // the positions the final loss is measured on, and on those of the learning curves (the
   // trainer's evaluation batches); 0 when not computed (no shards at hand).

@@ -49,7 +49,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr char kRedo[] = "delete it to redo that step";
-constexpr char kBaseline[] = "transformer";  // the encoder the others are compared with
 
 // Progress lines: "[study 12:34 elapsed] ...".
 class Progress {
@@ -70,7 +69,7 @@ class Progress {
 // One cell of the grid, with the pretraining configuration it runs.
 struct CellSpec {
   std::string name;
-  std::string encoder;  // the results table's encoder: the arch, or "amlp-attn16"
+  std::string encoder;  // the results table's encoder: the arch, "amlp-attn16", "transformer-alibi"
   std::string arch;
   std::string size;
   std::string sgu;  // "" for encoders without an SGU
@@ -117,6 +116,15 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
       const bool has_sgu = spec != nullptr && spec->has_sgu;
       const std::string preset = absl::StrCat(arch, "-", size);
       GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, preset, ""));
+      if (arch == "transformer") {  // one cell per position scheme, the baseline's first
+        for (const std::string& position : c.transformer_positions) {
+          pc.model.position = position;
+          const std::string name =
+              position == "learned" ? preset : absl::StrCat(preset, "-", position);
+          cells.push_back({name, TransformerEncoder(position), arch, size, "", pc, true});
+        }
+        continue;
+      }
       cells.push_back({preset, arch, arch, size, has_sgu ? "split" : "", pc, true});
       if (arch != "amlp") continue;
       for (size_t i = 1; i < c.amlp_attn_sizes.size(); ++i) {  // the other attention widths
@@ -620,7 +628,7 @@ std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& con
   std::vector<std::pair<std::string, std::string>> runs;
   if (!cell.finetune) return runs;
   for (const std::string& t : config.tasks) runs.emplace_back(t, "none");
-  if (config.controls && cell.encoder == kBaseline) {
+  if (config.controls && cell.encoder == BaselineEncoder(config)) {
     for (const std::string& t : config.tasks) {
       auto task = FindStudyTask(t);
       if (task.ok() && task->kind != "single") runs.emplace_back(t, "second_only");
@@ -737,6 +745,15 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
         "The Transformer baseline is pre-LN (with a final LayerNorm), the same recipe as the "
         "other encoders: BERT's post-LN Transformer-mini collapsed to the majority class at this "
         "scale in the study's earlier default run.");
+  }
+  ctx.baseline = BaselineEncoder(config);
+  if (config.transformer_positions.front() == "alibi") {
+    ctx.notes.push_back(
+        "The baseline Transformer has no position table: each head adds -m|i-j| to its "
+        "attention scores (ALiBi, the reference slopes). With BERT's learned positions it "
+        "stayed on the context-free floor at this scale (the long run of 2026-12-01, "
+        "results/2026-12-01-cpu-3h; bench/context_bench: at length 128, learned-position "
+        "attention stays on the floor of a toy task that gMLP solves early).");
   }
   for (const CellSpec& c : cells) {
     if (c.arch != "amlp" || !c.finetune) continue;

@@ -78,6 +78,34 @@ TEST(StudyConfigTest, DefaultsMeasureTheRightRows) {
   EXPECT_TRUE(c.controls);
   EXPECT_TRUE(c.transformer_pre_ln);
   EXPECT_EQ(c.amlp_attn_sizes, std::vector<uint64_t>{64});
+  // The baseline is the ALiBi Transformer: learned positions stayed on the context-free floor.
+  EXPECT_EQ(c.transformer_positions, std::vector<std::string>{"alibi"});
+  EXPECT_EQ(BaselineEncoder(c), "transformer-alibi");
+}
+
+// One Transformer cell per position scheme; the first is the baseline.
+TEST(StudyConfigTest, TransformerPositionsNameTheBaseline) {
+  StudyConfig c;
+  ASSERT_TRUE(
+      c.MergeJson(nlohmann::json::parse(R"({"transformer_positions": ["learned", "alibi"]})"),
+                  "<test>")
+          .ok());
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(BaselineEncoder(c), "transformer");  // BERT's learned table
+  EXPECT_EQ(TransformerEncoder("alibi"), "transformer-alibi");
+  // Which Transformer cells run does not change any cell's numbers: a study resumes.
+  EXPECT_EQ(SettingsChanges(StudyConfig().ToJson(), c), "");
+  for (const auto& [positions, error] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "--transformer_positions is empty"},
+           {{"rope"}, "'rope' is not one of alibi, learned"},
+           {{"alibi", "learned", "alibi"}, "names 'alibi' twice"}}) {
+    StudyConfig bad;
+    bad.transformer_positions = positions;
+    const absl::Status st = bad.Validate();
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find(error), std::string::npos) << st;
+  }
 }
 
 // A study resumes with the settings it recorded; one that gmlp added later (absent from the

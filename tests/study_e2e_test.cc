@@ -1,7 +1,7 @@
-// End to end on the shared data (skipped without it): a two-cell study (tokenizer, shards, the
-// alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
-// MNLI-like and both probe versions with two seeds, the Transformer's second-segment-only
-// controls) writes results.csv with every seed's predictions, report.md and the plots, reports
+// End to end on the shared data (skipped without it): a three-cell study (tokenizer, shards,
+// the alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
+// MNLI-like and both probe versions with two seeds, the baseline's second-segment-only controls;
+// the ALiBi Transformer as the baseline, the learned-position one beside it) writes results.csv with every seed's predictions, report.md and the plots, reports
 // its finished cells alone (--report_only), resumes without redoing finished cells, and resumes
 // from its export (scripts/export_study.sh) in another folder; then `gmlp finetune` from one of its
 // pretrained encoders writes results, dev predictions, the GLUE submission file and a model that
@@ -60,6 +60,7 @@ class EndToEndTest : public ::testing::Test {
     ASSERT_TRUE(ApplyStudyPreset("smoke", config_).ok());
     config_->output = JoinPath(*dir_, "study");
     config_->data_dir = kData;
+    config_->transformer_positions = {"alibi", "learned"};
     auto report = RunStudy(*config_);
     ASSERT_TRUE(report.ok()) << report.status();
     report_ = new std::string(*report);
@@ -89,10 +90,10 @@ std::string* EndToEndTest::report_ = nullptr;
 void EndToEndTest::StudyWritesCsvReportAndPlot() {
   const std::string out = config_->output;
   EXPECT_EQ(*report_, JoinPath(out, "report.md"));
-  // 2 cells x 4 tasks x 2 seeds, the Transformer's second-segment-only control on the 3 pair
+  // 3 cells x 4 tasks x 2 seeds, the baseline's second-segment-only control on the 3 pair
   // tasks x 2 seeds, one majority row per task, the header.
   const std::vector<std::string> rows = Lines(JoinPath(out, "results.csv"));
-  EXPECT_EQ(rows.size(), 2u * 4 * 2 + 3 * 2 + 4 + 1);
+  EXPECT_EQ(rows.size(), 3u * 4 * 2 + 3 * 2 + 4 + 1);
   // Every seed's predictions are there and match the table (ReadResultsTable checks counts).
   auto table = study::ReadResultsTable(JoinPath(out, "results.csv"));
   ASSERT_TRUE(table.ok()) << table.status();
@@ -107,7 +108,18 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   EXPECT_NE(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
   EXPECT_NE(md->find("| tiny | MNLI-like | xnli_en_test | gmlp |"), std::string::npos) << *md;
   EXPECT_NE(md->find("| tiny | probe-shifted | test | gmlp |"), std::string::npos) << *md;
-  EXPECT_NE(md->find("Transformer-tiny *(second segment only)*"), std::string::npos) << *md;
+  EXPECT_NE(md->find("Transformer-tiny (ALiBi) *(second segment only)*"), std::string::npos)
+      << *md;
+  // The learned-position Transformer is compared with the ALiBi baseline like any encoder.
+  EXPECT_NE(md->find("| tiny | SST-2 | dev | transformer |"), std::string::npos) << *md;
+  // Each Transformer cell pretrained with its own positions.
+  for (const auto& [cell, position] :
+       {std::pair<const char*, const char*>{"transformer-tiny-alibi", "alibi"},
+        std::pair<const char*, const char*>{"transformer-tiny", "learned"}}) {
+    auto config = ReadFile(JoinPath(out, absl::StrCat("cells/", cell, "/pretrain/config.json")));
+    ASSERT_TRUE(config.ok()) << cell;
+    EXPECT_EQ(nlohmann::json::parse(*config)["model"]["position"], position) << cell;
+  }
   EXPECT_NE(md->find("Plainly:"), std::string::npos);
   EXPECT_NE(md->find("## Where the time went"), std::string::npos);
   EXPECT_NE(md->find("- wall time of this invocation: "), std::string::npos);
@@ -124,7 +136,7 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   ASSERT_TRUE(sst.ok());
   EXPECT_EQ(nlohmann::json::parse(*sst)["selection_split"], "train_heldout");
   // The learning curve: curve_points evaluations while pretraining.
-  EXPECT_EQ(Lines(JoinPath(out, "curves.csv")).size(), 2u * 2 + 1);
+  EXPECT_EQ(Lines(JoinPath(out, "curves.csv")).size(), 3u * 2 + 1);
   auto study_json = ReadFile(JoinPath(out, "study.json"));
   ASSERT_TRUE(study_json.ok());
   EXPECT_GT(nlohmann::json::parse(*study_json)["timings"].size(), 4u);
@@ -153,15 +165,16 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
     ASSERT_TRUE(interim.ok()) << interim.status();
     auto md = ReadFile(*interim);
     ASSERT_TRUE(md.ok());
-    EXPECT_NE(md->find("**Interim report** (`--report_only`): 1 of 2 cells have finished; not "
+    EXPECT_NE(md->find("**Interim report** (`--report_only`): 2 of 3 cells have finished; not "
                        "yet: gmlp-tiny."),
               std::string::npos)
         << *md;
     EXPECT_EQ(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
     // It ran nothing, so it states no wall time of its own.
     EXPECT_EQ(md->find("wall time of this invocation"), std::string::npos) << *md;
-    // The Transformer's 4 tasks x 2 seeds, its 3 controls x 2 seeds, 4 majority rows, header.
-    EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 4u * 2 + 3 * 2 + 4 + 1);
+    // The Transformers' 4 tasks x 2 seeds, the baseline's 3 controls x 2 seeds, 4 majority
+    // rows, header.
+    EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 2u * 4 * 2 + 3 * 2 + 4 + 1);
     EXPECT_FALSE(PathExists(done_g));
     EXPECT_FALSE(PathExists(JoinPath(out, "cells/gmlp-tiny/ft/MNLI-like")));
     StudyConfig nowhere = *config_;
@@ -214,7 +227,7 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   EXPECT_EQ(MTimeNs(done_t), t_before);  // finished cell untouched
   EXPECT_EQ(MTimeNs(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json")), sst_before);
   EXPECT_GT(MTimeNs(done_g), 0);  // the interrupted cell was finished
-  EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 2u * 4 * 2 + 3 * 2 + 4 + 1);
+  EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 3u * 4 * 2 + 3 * 2 + 4 + 1);
   // Other settings in the same directory are refused with a clear message.
   StudyConfig other = *config_;
   other.pretrain_steps += 1;

@@ -292,6 +292,41 @@ TEST(StudyReportTest, EncoderLabelsNameTheVariant) {
   EXPECT_EQ(EncoderLabel("amlp-attn16", "tiny"), "aMLP-tiny (attention 16)");
   EXPECT_EQ(EncoderLabel("amlp-attn16"), "aMLP (attention 16)");
   EXPECT_EQ(EncoderLabel("gmlp-sgu-linear", "tiny"), "gMLP-tiny (SGU linear)");
+  EXPECT_EQ(EncoderLabel("transformer-alibi", "tiny"), "Transformer-tiny (ALiBi)");
+}
+
+// The verdicts compare with the baseline the context names: with the ALiBi Transformer as the
+// baseline, the learned-position Transformer is one more encoder measured against it, and the
+// floor caveat names the baseline's cell, not every Transformer's.
+TEST(StudyReportTest, VerdictsUseTheNamedBaseline) {
+  std::vector<CellResult> cells = PaperLike();
+  CellResult alibi = Cell("transformer", "tiny", 1000000, 0.80, 0.70);
+  alibi.encoder = "transformer-alibi";
+  alibi.name = "transformer-tiny-alibi";
+  cells.push_back(alibi);
+  ReportContext ctx;
+  ctx.baseline = "transformer-alibi";
+  ctx.context_free_loss = 3.95;
+  for (CellResult& c : cells) {
+    if (c.name == "transformer-tiny") c.mlm_loss = 4.0;  // the learned one on the floor
+  }
+  const std::vector<ResultRow> rows = ResultRows(cells);
+  const std::string md = ReportMarkdown(cells, rows, ctx, "plot");
+  EXPECT_NE(md.find("The Transformer here is the baseline, Transformer (ALiBi) "
+                    "(`transformer-alibi` in results.csv)."),
+            std::string::npos)
+      << md;
+  // gMLP-tiny on MNLI-like: 0.50 against the ALiBi baseline's 0.70 (against the learned one's
+  // 0.60 it would read -10.0); the learned Transformer is 10 points behind the baseline.
+  EXPECT_NE(md.find("| tiny | MNLI-like | xnli_en_test | gmlp | -20.0"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tiny | MNLI-like | xnli_en_test | transformer | -10.0"), std::string::npos)
+      << md;
+  // Mini has no ALiBi cell: nothing is judged there against the learned Transformer.
+  EXPECT_EQ(md.find("| mini | MNLI-like"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Caveat: the baseline learned nothing"), std::string::npos) << md;
+  EXPECT_NE(md.find("Also at or above the context-free floor (3.950 nats): transformer-tiny"),
+            std::string::npos)
+      << md;
 }
 
 TEST(StudyReportTest, WritesCsvReportAndPlots) {
