@@ -389,9 +389,10 @@ void AppendScores(const std::vector<RunGroup>& groups, std::string* md) {
   std::vector<const RunGroup*> ordered;
   for (const RunGroup& g : groups) ordered.push_back(&g);
   std::stable_sort(ordered.begin(), ordered.end(), [](const RunGroup* a, const RunGroup* b) {
-    auto rank = [](const RunGroup* g) {
+    auto rank = [](const RunGroup* g) {  // a variant ("transformer-alibi") after its arch
+      const std::string arch = g->encoder.substr(0, g->encoder.find('-'));
       return std::make_tuple(g->control == "majority", SizeRank(g->size), g->control != "none",
-                             model::ArchRank(g->encoder));
+                             model::ArchRank(arch), g->encoder);
     };
     return rank(a) < rank(b);
   });

@@ -321,6 +321,14 @@ TEST(StudyReportTest, VerdictsUseTheNamedBaseline) {
   EXPECT_NE(md.find("| tiny | MNLI-like | xnli_en_test | gmlp | -20.0"), std::string::npos) << md;
   EXPECT_NE(md.find("| tiny | MNLI-like | xnli_en_test | transformer | -10.0"), std::string::npos)
       << md;
+  // In the scores table a variant sits after its arch: Transformer-tiny, Transformer-tiny
+  // (ALiBi), then gMLP-tiny.
+  const size_t learned_row = md.find("| Transformer-tiny | ");
+  const size_t alibi_row = md.find("| Transformer-tiny (ALiBi) | ");
+  const size_t gmlp_row = md.find("| gMLP-tiny | ");
+  ASSERT_NE(alibi_row, std::string::npos) << md;
+  EXPECT_LT(learned_row, alibi_row);
+  EXPECT_LT(alibi_row, gmlp_row);
   // Mini has no ALiBi cell: nothing is judged there against the learned Transformer.
   EXPECT_EQ(md.find("| mini | MNLI-like"), std::string::npos) << md;
   EXPECT_EQ(md.find("Caveat: the baseline learned nothing"), std::string::npos) << md;
