@@ -49,4 +49,9 @@ const std::vector<std::string>& SguVariants() {
   return *kVariants;
 }
 
+const std::vector<std::string>& PositionSchemes() {
+  static const auto* const kSchemes = new std::vector<std::string>{"alibi", "learned"};
+  return *kSchemes;
+}
+
 }  // namespace gmlp::model

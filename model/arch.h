@@ -52,6 +52,8 @@ int ArchRank(absl::string_view name);
 
 // The SGU variants of the gMLP family (EncoderConfig::sgu), "split" (the paper's) first.
 const std::vector<std::string>& SguVariants();
+// The Transformer's position schemes (EncoderConfig::position): "alibi", "learned" (BERT's).
+const std::vector<std::string>& PositionSchemes();
 
 }  // namespace gmlp::model
 

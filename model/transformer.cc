@@ -1,9 +1,11 @@
 // Transformer (BERT) blocks and encoder (see transformer.h).
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "model/dropout.h"
 
@@ -87,9 +89,10 @@ absl::Status Validate(const EncoderConfig& c) {
     return InvalidConfig(
         absl::StrCat("d_model (", c.d_model, ") must be divisible by n_heads (", c.n_heads, ")"));
   }
-  if (c.position != "learned" && c.position != "alibi") {
-    return InvalidConfig(
-        absl::StrCat("position must be learned or alibi, got \"", c.position, "\""));
+  const std::vector<std::string>& schemes = PositionSchemes();
+  if (std::find(schemes.begin(), schemes.end(), c.position) == schemes.end()) {
+    return InvalidConfig(absl::StrCat("position must be one of ", absl::StrJoin(schemes, ", "),
+                                      ", got \"", c.position, "\""));
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/field_json.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -45,9 +46,11 @@ absl::Status StudyConfig::Validate() const {
   }
   for (size_t i = 0; i < transformer_positions.size(); ++i) {
     const std::string& p = transformer_positions[i];
-    if (p != "learned" && p != "alibi") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--transformer_positions: '", p, "' is not one of alibi, learned"));
+    const std::vector<std::string>& schemes = model::PositionSchemes();
+    if (std::find(schemes.begin(), schemes.end(), p) == schemes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--transformer_positions: '", p,
+                                                     "' is not one of ",
+                                                     absl::StrJoin(schemes, ", ")));
     }
     if (std::find(transformer_positions.begin(), transformer_positions.begin() + i, p) !=
         transformer_positions.begin() + i) {
