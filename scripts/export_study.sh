@@ -6,13 +6,14 @@
 # predictions. Left out: checkpoints, shards, the probe's pairs and the corpus extract
 # (re-created from the corpus and the kept tokenizer; data/shards.md5 and data/probe.json's
 # checksums let you check they came back the same), and cells
-# that have not finished (a resumed run redoes them).
+# whose pretraining has not finished (a resumed run redoes them). A cell that was pretrained but
+# not finetuned on every task is kept with its finished tasks; see below.
 #
 #   bash scripts/export_study.sh RUN_DIR DEST
 #
 # To resume elsewhere: copy DEST to a new output folder and re-run the study's command with
-# --output=<that folder>; finished cells are reused ("done earlier, skipped"), an unfinished
-# cell's pretraining starts over.
+# --output=<that folder>; finished cells are reused ("done earlier, skipped"), a pretrained but
+# unfinished cell is pretrained again and continued, any other cell starts over.
 set -euo pipefail
 if [[ $# -ne 2 ]]; then
   echo "usage: bash scripts/export_study.sh RUN_DIR DEST" >&2
@@ -32,15 +33,22 @@ cd "$src"
     -o -name '*.svg' \)
   # Data the remaining cells must share with the finished ones.
   find ./data -maxdepth 1 -type f \( -name 'tokenizer.*' -o -name 'stages.json' \)
-  # Per finished cell (cell.json): the markers, the curve, and finetuning results with
-  # predictions. An unfinished cell is left out whole: without its checkpoint its finished parts
-  # could not be continued, so a resumed run redoes it.
-  for done in cells/*/cell.json; do
-    [[ -f $done ]] || continue
-    find "./$(dirname "$done")" -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \
-      -o -path '*/pretrain/metrics.jsonl' -o -path '*/pretrain/config.json' \
-      -o -path '*/ft/*/results.json' -o -path '*/ft/*/seconds.json' \
-      -o -path '*/ft/*/predictions/seed-*/*' \)
+  # Per pretrained cell (pretrain_done.json): the markers, the curve, and each finished task's
+  # (results.json) results with its predictions. The checkpoint is left out: a resumed run
+  # pretrains an unfinished cell again (deterministic), keeps its finished tasks when the
+  # held-out loss comes back identical and redoes them otherwise. A cell whose pretraining had
+  # not finished is left out whole.
+  for pre in cells/*/pretrain_done.json; do
+    [[ -f $pre ]] || continue
+    cell=./$(dirname "$pre")
+    find "$cell" -maxdepth 1 -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \)
+    find "$cell/pretrain" -maxdepth 1 -type f \( -name 'metrics.jsonl' -o -name 'config.json' \)
+    for results in "$cell"/ft/*/results.json; do
+      [[ -f $results ]] || continue
+      task=$(dirname "$results")
+      find "$task" -maxdepth 1 -type f \( -name 'results.json' -o -name 'seconds.json' \)
+      find "$task" -path "$task/predictions/seed-*/*" -type f
+    done
   done
 } | sort | while IFS= read -r f; do
   mkdir -p "$dest/$(dirname "$f")"

@@ -483,14 +483,67 @@ absl::StatusOr<PretrainLog> ReadPretrainLog(const std::string& run_dir) {
   return log;
 }
 
+// Pretraining is deterministic (same seed, data, threads and kernels: bit for bit, also on
+// another machine of the same kind), so a cell exported before it finished (pretrain_done.json
+// and some finished tasks, no checkpoint: scripts/export_study.sh) is continued by pretraining
+// it again. The finished tasks are kept only when the held-out loss comes back identical to
+// the recorded one; otherwise they were finetuned from a different encoder and are moved to
+// ft.discarded/ to be redone, and pretrain_done.json records the new encoder.
+absl::Status RecoverCheckpoint(const StudyConfig& config, const StudyData& data,
+                               const CellSpec& cell, const std::string& cell_dir,
+                               const std::string& where, const Progress& progress) {
+  const std::string pre_dir = JoinPath(cell_dir, "pretrain");
+  const std::string pre_json = JoinPath(cell_dir, "pretrain_done.json");
+  GMLP_ASSIGN_OR_RETURN(nlohmann::json recorded, ReadJsonFile(pre_json, kRedo));
+  if (!recorded.is_object() || !recorded.contains("mlm_loss") ||
+      !recorded["mlm_loss"].is_number()) {
+    return absl::DataLossError(absl::StrCat(pre_json, ": no \"mlm_loss\"; ", kRedo));
+  }
+  const double recorded_loss = recorded["mlm_loss"].get<double>();
+  progress(absl::StrCat(where, ": no checkpoint (an exported, unfinished cell): pretraining ",
+                        config.pretrain_steps, " steps again"));
+  // The exported log and config go aside while the pretrainer writes afresh.
+  const std::string aside = pre_dir + ".exported";
+  GMLP_RETURN_IF_ERROR(RemoveTree(aside));
+  if (PathExists(pre_dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(pre_dir, aside));
+  pretrain::PretrainConfig pc = cell.pretrain;
+  pc.train.shard_dir = data.shard_dir;
+  pc.train.out_dir = pre_dir;
+  GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
+  GMLP_ASSIGN_OR_RETURN(const double loss, HeldOutMlmLoss(pre_dir, data.shard_dir,
+                                                          config.pretrain_batch,
+                                                          config.ppl_batches));
+  const std::string ft_dir = JoinPath(cell_dir, "ft");
+  if (loss == recorded_loss) {
+    progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss),
+                          " identical to the recorded one: its finished tasks are kept"));
+  } else {
+    const std::string discarded = JoinPath(cell_dir, "ft.discarded");
+    progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss),
+                          ", recorded ", absl::StrFormat("%.17g", recorded_loss),
+                          ": not the same encoder, its finished tasks move to ", discarded,
+                          " and are redone"));
+    GMLP_RETURN_IF_ERROR(RemoveTree(discarded));
+    if (PathExists(ft_dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(ft_dir, discarded));
+    GMLP_ASSIGN_OR_RETURN(PretrainLog log, ReadPretrainLog(pre_dir));
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(
+        pre_json, nlohmann::json({{"mlm_loss", loss}, {"seconds", log.seconds}}).dump(2)));
+  }
+  return RemoveTree(aside);
+}
+
 // Pretrains the cell (resumable by the pretrainer's own checkpoints) and measures its held-out
-// loss, unless pretrain_done.json says that was done; fills the pretraining part of `r`.
+// loss, unless pretrain_done.json says that was done (and its checkpoint is there, or comes back
+// by RecoverCheckpoint); fills the pretraining part of `r`.
 absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, const CellSpec& cell,
                           const std::string& cell_dir, const std::string& where,
                           const Progress& progress, CellResult* r) {
   const std::string pre_dir = JoinPath(cell_dir, "pretrain");
   const std::string pre_json = JoinPath(cell_dir, "pretrain_done.json");
   const bool done = PathExists(pre_json);
+  if (done && !pretrain::ResolveCheckpoint(pre_dir).ok()) {
+    GMLP_RETURN_IF_ERROR(RecoverCheckpoint(config, data, cell, cell_dir, where, progress));
+  }
   if (done) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(pre_json, kRedo));
     r->mlm_loss = j.value("mlm_loss", 0.0);

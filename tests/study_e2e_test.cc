@@ -3,7 +3,8 @@
 // MNLI-like and both probe versions with two seeds, the baseline's second-segment-only controls;
 // the ALiBi Transformer as the baseline, the learned-position one beside it) writes results.csv with every seed's predictions, report.md and the plots, reports
 // its finished cells alone (--report_only), resumes without redoing finished cells, and resumes
-// from its export (scripts/export_study.sh) in another folder; then `gmlp finetune` from one of its
+// from its export (scripts/export_study.sh) in another folder, also when a cell had finished
+// only some of its tasks; then `gmlp finetune` from one of its
 // pretrained encoders writes results, dev predictions, the GLUE submission file and a model that
 // `gmlp predict` loads.
 #include <gtest/gtest.h>
@@ -76,6 +77,7 @@ class EndToEndTest : public ::testing::Test {
   void StudyWritesCsvReportAndPlot();
   void StudyResumesWithoutRedoingFinishedCells();
   void StudyExportResumesElsewhere();
+  void StudyExportContinuesUnfinishedCell();
   void FinetuneThenPredict();
   void PredictPairTask();
 
@@ -243,9 +245,9 @@ void EndToEndTest::StudyExportResumesElsewhere() {
   const std::string out = config_->output;
   const std::string exported = JoinPath(*dir_, "exported");
   const std::string script = GMLP_SOURCE_DIR "/scripts/export_study.sh";
-  // An unfinished cell (pretrained, no cell.json) is left out: its checkpoint is not exported.
-  ASSERT_TRUE(MakeDirs(JoinPath(out, "cells/unfinished")).ok());
-  ASSERT_TRUE(WriteFileAtomic(JoinPath(out, "cells/unfinished/pretrain_done.json"), "{}").ok());
+  // A cell whose pretraining had not finished (no pretrain_done.json) is left out.
+  ASSERT_TRUE(MakeDirs(JoinPath(out, "cells/unfinished/pretrain")).ok());
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(out, "cells/unfinished/pretrain/metrics.jsonl"), "{}").ok());
   ASSERT_EQ(
       std::system(("bash '" + script + "' '" + out + "' '" + exported + "' >/dev/null").c_str()),
       0);
@@ -306,6 +308,76 @@ void EndToEndTest::StudyExportResumesElsewhere() {
       std::system(
           ("cd '" + moved.output + "/data/shards' && md5sum --quiet -c ../shards.md5").c_str()),
       0);
+}
+
+// A cell exported after pretraining but before its last task (no cell.json, no checkpoint) is
+// continued elsewhere by pretraining it again: the held-out loss comes back identical, so its
+// finished tasks are kept and the rest are run, and the tables are those of the uninterrupted
+// study. When the recorded loss does not match (another encoder), its tasks are redone.
+void EndToEndTest::StudyExportContinuesUnfinishedCell() {
+  const std::string partial = JoinPath(*dir_, "partial");
+  ASSERT_EQ(std::system(("cp -r '" + config_->output + "' '" + partial + "'").c_str()), 0);
+  const std::string cell = "cells/gmlp-tiny";
+  ASSERT_EQ(::unlink(JoinPath(partial, cell + "/cell.json").c_str()), 0);
+  ASSERT_EQ(::unlink(JoinPath(partial, cell + "/ft/probe-shifted/results.json").c_str()), 0);
+  const std::string exported = JoinPath(*dir_, "partial-exported");
+  ASSERT_EQ(std::system(("bash '" GMLP_SOURCE_DIR "/scripts/export_study.sh' '" + partial +
+                         "' '" + exported + "' >/dev/null")
+                            .c_str()),
+            0);
+  EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/pretrain_done.json")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/pretrain/metrics.jsonl")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/ft/SST-2/results.json")));
+  EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/ft/SST-2/predictions/seed-1/dev.tsv")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/ft/probe-shifted")));  // not finished
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/cell.json")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/pretrain/checkpoints")));
+
+  const auto tables_match = [&](const std::string& output) {
+    for (const char* table : {"results.csv", "summary.csv"}) {
+      auto a = ReadFile(JoinPath(config_->output, table));
+      auto b = ReadFile(JoinPath(output, table));
+      ASSERT_TRUE(a.ok() && b.ok()) << table;
+      EXPECT_EQ(*a, *b) << table;
+    }
+  };
+  StudyConfig continued = *config_;
+  continued.output = JoinPath(*dir_, "continued");
+  ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + continued.output + "'").c_str()), 0);
+  const std::string kept = JoinPath(continued.output, cell + "/ft/SST-2/results.json");
+  const int64_t kept_before = MTimeNs(kept);
+  auto report = RunStudy(continued);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/pretrain/checkpoints")));
+  EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/cell.json")));
+  EXPECT_EQ(MTimeNs(kept), kept_before);  // kept, not redone
+  EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/ft/probe-shifted/results.json")));
+  EXPECT_FALSE(PathExists(JoinPath(continued.output, cell + "/ft.discarded")));
+  EXPECT_FALSE(PathExists(JoinPath(continued.output, cell + "/pretrain.exported")));
+  tables_match(continued.output);
+
+  // A recorded loss the encoder does not reproduce: the finished tasks were not finetuned from
+  // this encoder, so they move aside and are redone, and pretrain_done.json is rewritten.
+  StudyConfig mismatched = *config_;
+  mismatched.output = JoinPath(*dir_, "mismatched");
+  ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + mismatched.output + "'").c_str()), 0);
+  const std::string pre_json = JoinPath(mismatched.output, cell + "/pretrain_done.json");
+  auto recorded = ReadFile(pre_json);
+  ASSERT_TRUE(recorded.ok());
+  nlohmann::json j = nlohmann::json::parse(*recorded);
+  const double true_loss = j["mlm_loss"].get<double>();
+  j["mlm_loss"] = true_loss + 0.5;
+  ASSERT_TRUE(WriteFileAtomic(pre_json, j.dump()).ok());
+  const std::string redone = JoinPath(mismatched.output, cell + "/ft/SST-2/results.json");
+  const int64_t redone_before = MTimeNs(redone);
+  report = RunStudy(mismatched);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(PathExists(JoinPath(mismatched.output, cell + "/ft.discarded/SST-2/results.json")));
+  EXPECT_NE(MTimeNs(redone), redone_before);
+  auto rewritten = ReadFile(pre_json);
+  ASSERT_TRUE(rewritten.ok());
+  EXPECT_EQ(nlohmann::json::parse(*rewritten)["mlm_loss"].get<double>(), true_loss);
+  tables_match(mismatched.output);  // finetuning is deterministic too
 }
 
 void EndToEndTest::FinetuneThenPredict() {
@@ -417,6 +489,10 @@ TEST_F(EndToEndTest, StudyFinetunePredict) {
   {
     SCOPED_TRACE("study export, resumed in another folder");
     StudyExportResumesElsewhere();
+  }
+  {
+    SCOPED_TRACE("study export of an unfinished cell, continued in another folder");
+    StudyExportContinuesUnfinishedCell();
   }
 }
 
