@@ -1,6 +1,7 @@
 #include "finetune/finetune.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "finetune/metrics.h"
 #include "finetune/saved_model.h"
@@ -400,18 +402,43 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
                encoder.config.arch.c_str(), job.seeds.size());
 
   // k seeds; the best (by eval[0]'s primary metric) is saved.
+  const bool resume = job.resume_seeds && !job.save_model && data.tests.empty();
   FinetuneResult result;
   result.task = task.name;
   SeedRun best;
+  bool have_best = false;
   for (uint64_t seed : job.seeds) {
-    GMLP_ASSIGN_OR_RETURN(SeedRun run, FinetuneSeed(task, encoder.make, data.train, data.evals,
-                                                    data.tests, job.options, seed));
-    GMLP_RETURN_IF_ERROR(
-        WriteEvalPredictions(task, data, run.result, SeedPredictionsDir(job.output, seed)));
+    const std::string seed_dir = SeedPredictionsDir(job.output, seed);
+    const std::string seed_json = JoinPath(seed_dir, kSeedResultFile);
+    SeedRun run;
+    if (resume && PathExists(seed_json)) {
+      GMLP_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ReadJsonFile(seed_json, "delete it to run that seed again"));
+      auto read = SeedResult::FromJson(j);
+      if (!read.ok()) {
+        return absl::DataLossError(absl::StrCat(seed_json, ": ", read.status().message(),
+                                                "; delete it to run that seed again"));
+      }
+      run.result = *std::move(read);
+      run.result.resumed = true;
+      std::fprintf(stderr, "finetune %s: seed %llu finished earlier (%s), reused\n",
+                   task.name.c_str(), static_cast<unsigned long long>(seed), seed_json.c_str());
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      GMLP_ASSIGN_OR_RETURN(run, FinetuneSeed(task, encoder.make, data.train, data.evals,
+                                              data.tests, job.options, seed));
+      run.result.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, run.result, seed_dir));
+      if (job.resume_seeds) {
+        GMLP_RETURN_IF_ERROR(WriteFileAtomic(seed_json, run.result.ToJson().dump(2) + "\n"));
+      }
+    }
     result.seeds.push_back(run.result);
     result.seeds.back().predictions.clear();
-    if (best.classifier.is_empty() || run.result.selection_score > best.result.selection_score) {
+    if (!have_best || run.result.selection_score > best.result.selection_score) {
       best = std::move(run);
+      have_best = true;
     }
   }
   result.best_seed = best.result.seed;
@@ -419,7 +446,16 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
   if (!task.is_regression()) result.majority_class_accuracy = MajorityClassAccuracy(data.evals);
 
   GMLP_RETURN_IF_ERROR(MakeDirs(job.output));
-  GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
+  if (best.result.resumed) {  // its files, as WriteEvalPredictions wrote them, stand for it
+    const std::string from = SeedPredictionsDir(job.output, best.result.seed);
+    const std::string to = JoinPath(job.output, "predictions");
+    for (const SplitData& split : data.eval_raw) {
+      GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(JoinPath(from, split.name + ".tsv")));
+      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(to, split.name + ".tsv"), text));
+    }
+  } else {
+    GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
+  }
   if (job.save_model) {
     GMLP_RETURN_IF_ERROR(SaveFinetunedModel(JoinPath(job.output, kModelDir), *best.classifier,
                                             encoder.config, task, job.options.max_len,

@@ -43,6 +43,11 @@ struct FinetuneJob {
   bool predict_test = true;  // predict the task's unlabeled test splits (submission/)
   bool save_model = true;
   bool strict_utf8 = false;  // invalid UTF-8 in a data file is an error, not a skipped row
+  // Not a flag: a caller that owns job.output and never changes the job's settings there (the
+  // study) sets it. Each finished seed leaves predictions/seed-<s>/result.json, and a seed that
+  // has one is read back instead of run again, so an interrupted job loses only the seed in
+  // flight. Only without save_model and test predictions (they need every seed's model).
+  bool resume_seeds = false;
   FinetuneOptions options;
 
   // The job's own fields (options has its own list), as FinetuneOptions::ForEachField.
@@ -90,9 +95,11 @@ struct FinetuneJob {
 //   results.json                  options, every seed's epochs, best-epoch metrics, summary
 //   predictions/<eval split>.tsv  best seed, best epoch: index, prediction, gold
 //   predictions/seed-<s>/<split>.tsv  the same for every seed (per-example scores for intervals)
+//   predictions/seed-<s>/result.json  with resume_seeds: that seed's result, written when it ends
 //   submission/<GLUE name>.tsv    test splits in the GLUE submission format (index, prediction)
 //   model/                        best seed: model.pt, config.json, tokenizer.model, task.json
 inline constexpr char kResultsFile[] = "results.json";
+inline constexpr char kSeedResultFile[] = "result.json";
 inline constexpr char kModelDir[] = "model";
 
 // What a job found: every seed's best epoch, and the floor they had to beat. results.json

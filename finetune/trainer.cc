@@ -89,7 +89,8 @@ nlohmann::json SeedResult::ToJson() const {
   nlohmann::json j = {{"seed", seed},
                       {"best_epoch", best_epoch},
                       {"selection_score", selection_score},
-                      {"best", best}};
+                      {"best", best},
+                      {"seconds", seconds}};
   j["epochs"] = nlohmann::json::array();
   for (const EpochResult& e : epochs) {
     j["epochs"].push_back({{"epoch", e.epoch},
@@ -106,6 +107,7 @@ absl::StatusOr<SeedResult> SeedResult::FromJson(const nlohmann::json& j) {
     r.seed = j.at("seed").get<uint64_t>();
     r.best_epoch = j.value("best_epoch", int64_t{0});
     r.selection_score = j.value("selection_score", 0.0);
+    r.seconds = j.value("seconds", 0.0);
     r.best = j.at("best").get<SplitMetrics>();
     for (const nlohmann::json& e : j.value("epochs", nlohmann::json::array())) {
       r.epochs.push_back({e.at("epoch").get<int64_t>(), e.at("train_loss").get<double>(),

@@ -93,6 +93,8 @@ struct SeedResult {
   std::vector<EpochResult> epochs;
   SplitMetrics best;  // every eval split's metrics at the best epoch
   std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
+  double seconds = 0;    // wall time of the seed's training and evaluation
+  bool resumed = false;  // read back from an earlier run (FinetuneJob::resume_seeds); not saved
   nlohmann::json ToJson() const;                        // without the predictions
   static absl::StatusOr<SeedResult> FromJson(const nlohmann::json& j);
 };

@@ -33,21 +33,26 @@ cd "$src"
     -o -name '*.svg' \)
   # Data the remaining cells must share with the finished ones.
   find ./data -maxdepth 1 -type f \( -name 'tokenizer.*' -o -name 'stages.json' \)
-  # Per pretrained cell (pretrain_done.json): the markers, the curve, and each finished task's
-  # (results.json) results with its predictions. The checkpoint is left out: a resumed run
-  # pretrains an unfinished cell again (deterministic), keeps its finished tasks when the
-  # held-out loss comes back identical and redoes them otherwise. A cell whose pretraining had
-  # not finished is left out whole.
+  # Per pretrained cell (pretrain_done.json): the markers, the curve, each finished task's
+  # (results.json) results with its predictions, and an unfinished task's finished seeds. The
+  # checkpoint is left out: a resumed run pretrains an unfinished cell again (deterministic),
+  # keeps what was finished when the held-out loss comes back identical and redoes it
+  # otherwise. A cell whose pretraining had not finished is left out whole.
   for pre in cells/*/pretrain_done.json; do
     [[ -f $pre ]] || continue
     cell=./$(dirname "$pre")
     find "$cell" -maxdepth 1 -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \)
     find "$cell/pretrain" -maxdepth 1 -type f \( -name 'metrics.jsonl' -o -name 'config.json' \)
-    for results in "$cell"/ft/*/results.json; do
-      [[ -f $results ]] || continue
-      task=$(dirname "$results")
-      find "$task" -maxdepth 1 -type f \( -name 'results.json' -o -name 'seconds.json' \)
-      find "$task" -path "$task/predictions/seed-*/*" -type f
+    for task in "$cell"/ft/*/; do
+      task=${task%/}
+      if [[ -f $task/results.json ]]; then
+        find "$task" -maxdepth 1 -type f \( -name 'results.json' -o -name 'seconds.json' \)
+        find "$task" -path "$task/predictions/seed-*/*" -type f
+      else  # unfinished task: its finished seeds (result.json), which the resumed run reuses
+        for seed in "$task"/predictions/seed-*/result.json; do
+          if [[ -f $seed ]]; then find "$(dirname "$seed")" -maxdepth 1 -type f; fi
+        done
+      fi
     done
   done
 } | sort | while IFS= read -r f; do

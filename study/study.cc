@@ -641,6 +641,7 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   job.max_eval_examples = config.max_eval_examples;
   job.save_model = false;
   job.predict_test = false;               // the study reports labelled splits only
+  job.resume_seeds = true;                // the fingerprint keeps the settings of job.output
   job.eval_splits = {task.report_split};  // besides the selection split
   job.options = config.finetune;
   job.options.log_every = 0;
@@ -656,10 +657,13 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
                           second_only ? " (second segment only)" : "", " x ", config.seeds.size(),
                           " seed(s)"));
     GMLP_ASSIGN_OR_RETURN(res, finetune::RunFinetune(job));
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(
-        JoinPath(job.output, "seconds.json"),
-        nlohmann::json({{"seconds", std::chrono::duration<double>(Clock::now() - t0).count()}})
-            .dump()));
+    // This invocation's time, and that of the seeds an earlier one finished.
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (const finetune::SeedResult& s : res.seeds) {
+      if (s.resumed) seconds += s.seconds;
+    }
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(job.output, "seconds.json"),
+                                         nlohmann::json({{"seconds", seconds}}).dump()));
   }
   GMLP_ASSIGN_OR_RETURN(TaskScore score,
                         ScoreOf(config, task, spec, res, job.output, results_json));

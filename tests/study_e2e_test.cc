@@ -312,14 +312,19 @@ void EndToEndTest::StudyExportResumesElsewhere() {
 
 // A cell exported after pretraining but before its last task (no cell.json, no checkpoint) is
 // continued elsewhere by pretraining it again: the held-out loss comes back identical, so its
-// finished tasks are kept and the rest are run, and the tables are those of the uninterrupted
-// study. When the recorded loss does not match (another encoder), its tasks are redone.
+// finished tasks and the finished seeds of an unfinished task are kept and the rest are run,
+// and the tables are those of the uninterrupted study. When the recorded loss does not match (another encoder), its tasks are redone.
 void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   const std::string partial = JoinPath(*dir_, "partial");
   ASSERT_EQ(std::system(("cp -r '" + config_->output + "' '" + partial + "'").c_str()), 0);
   const std::string cell = "cells/gmlp-tiny";
   ASSERT_EQ(::unlink(JoinPath(partial, cell + "/cell.json").c_str()), 0);
   ASSERT_EQ(::unlink(JoinPath(partial, cell + "/ft/probe-shifted/results.json").c_str()), 0);
+  // MNLI-like stopped during its second seed: its first seed is kept and reused.
+  ASSERT_EQ(::unlink(JoinPath(partial, cell + "/ft/MNLI-like/results.json").c_str()), 0);
+  ASSERT_EQ(
+      ::unlink(JoinPath(partial, cell + "/ft/MNLI-like/predictions/seed-2/result.json").c_str()),
+      0);
   const std::string exported = JoinPath(*dir_, "partial-exported");
   ASSERT_EQ(std::system(("bash '" GMLP_SOURCE_DIR "/scripts/export_study.sh' '" + partial +
                          "' '" + exported + "' >/dev/null")
@@ -329,7 +334,11 @@ void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/pretrain/metrics.jsonl")));
   EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/ft/SST-2/results.json")));
   EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/ft/SST-2/predictions/seed-1/dev.tsv")));
-  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/ft/probe-shifted")));  // not finished
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/ft/probe-shifted/results.json")));
+  const std::string seed1 = cell + "/ft/MNLI-like/predictions/seed-1/result.json";
+  EXPECT_TRUE(PathExists(JoinPath(exported, seed1)));
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/ft/MNLI-like/predictions/seed-2")));
+  EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/ft/MNLI-like/results.json")));
   EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/cell.json")));
   EXPECT_FALSE(PathExists(JoinPath(exported, cell + "/pretrain/checkpoints")));
 
@@ -346,11 +355,14 @@ void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   ASSERT_EQ(std::system(("cp -r '" + exported + "' '" + continued.output + "'").c_str()), 0);
   const std::string kept = JoinPath(continued.output, cell + "/ft/SST-2/results.json");
   const int64_t kept_before = MTimeNs(kept);
+  const int64_t seed1_before = MTimeNs(JoinPath(continued.output, seed1));
   auto report = RunStudy(continued);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/pretrain/checkpoints")));
   EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/cell.json")));
   EXPECT_EQ(MTimeNs(kept), kept_before);  // kept, not redone
+  EXPECT_EQ(MTimeNs(JoinPath(continued.output, seed1)), seed1_before);
+  EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/ft/MNLI-like/results.json")));
   EXPECT_TRUE(PathExists(JoinPath(continued.output, cell + "/ft/probe-shifted/results.json")));
   EXPECT_FALSE(PathExists(JoinPath(continued.output, cell + "/ft.discarded")));
   EXPECT_FALSE(PathExists(JoinPath(continued.output, cell + "/pretrain.exported")));
