@@ -502,25 +502,27 @@ absl::Status RecoverCheckpoint(const StudyConfig& config, const StudyData& data,
   const double recorded_loss = recorded["mlm_loss"].get<double>();
   progress(absl::StrCat(where, ": no checkpoint (an exported, unfinished cell): pretraining ",
                         config.pretrain_steps, " steps again"));
-  // The exported log and config go aside while the pretrainer writes afresh.
+  // The exported log and config go aside while the pretrainer writes afresh. When they are
+  // aside already, an earlier recovery was stopped: its checkpoints continue (exact resume).
   const std::string aside = pre_dir + ".exported";
-  GMLP_RETURN_IF_ERROR(RemoveTree(aside));
-  if (PathExists(pre_dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(pre_dir, aside));
+  if (!PathExists(aside) && PathExists(pre_dir)) {
+    GMLP_RETURN_IF_ERROR(RenameAtomic(pre_dir, aside));
+  }
   pretrain::PretrainConfig pc = cell.pretrain;
   pc.train.shard_dir = data.shard_dir;
   pc.train.out_dir = pre_dir;
   GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
-  GMLP_ASSIGN_OR_RETURN(const double loss, HeldOutMlmLoss(pre_dir, data.shard_dir,
-                                                          config.pretrain_batch,
-                                                          config.ppl_batches));
+  GMLP_ASSIGN_OR_RETURN(
+      const double loss,
+      HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretrain_batch, config.ppl_batches));
   const std::string ft_dir = JoinPath(cell_dir, "ft");
   if (loss == recorded_loss) {
     progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss),
                           " identical to the recorded one: its finished tasks are kept"));
   } else {
     const std::string discarded = JoinPath(cell_dir, "ft.discarded");
-    progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss),
-                          ", recorded ", absl::StrFormat("%.17g", recorded_loss),
+    progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss), ", recorded ",
+                          absl::StrFormat("%.17g", recorded_loss),
                           ": not the same encoder, its finished tasks move to ", discarded,
                           " and are redone"));
     GMLP_RETURN_IF_ERROR(RemoveTree(discarded));
@@ -541,7 +543,10 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
   const std::string pre_dir = JoinPath(cell_dir, "pretrain");
   const std::string pre_json = JoinPath(cell_dir, "pretrain_done.json");
   const bool done = PathExists(pre_json);
-  if (done && !pretrain::ResolveCheckpoint(pre_dir).ok()) {
+  // The final checkpoint, or none: an earlier recovery may have been stopped part way.
+  const auto checkpoints =
+      pretrain::ListCheckpoints(JoinPath(pre_dir, pretrain::kCheckpointsSubdir));
+  if (done && (checkpoints.empty() || checkpoints.back().first < config.pretrain_steps)) {
     GMLP_RETURN_IF_ERROR(RecoverCheckpoint(config, data, cell, cell_dir, where, progress));
   }
   if (done) {

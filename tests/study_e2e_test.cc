@@ -1,12 +1,12 @@
 // End to end on the shared data (skipped without it): a three-cell study (tokenizer, shards,
 // the alignment probe, pretraining with its learning curve, perplexity, finetuning on SST-2,
 // MNLI-like and both probe versions with two seeds, the baseline's second-segment-only controls;
-// the ALiBi Transformer as the baseline, the learned-position one beside it) writes results.csv with every seed's predictions, report.md and the plots, reports
-// its finished cells alone (--report_only), resumes without redoing finished cells, and resumes
-// from its export (scripts/export_study.sh) in another folder, also when a cell had finished
-// only some of its tasks; then `gmlp finetune` from one of its
-// pretrained encoders writes results, dev predictions, the GLUE submission file and a model that
-// `gmlp predict` loads.
+// the ALiBi Transformer as the baseline, the learned-position one beside it) writes results.csv
+// with every seed's predictions, report.md and the plots, reports its finished cells alone
+// (--report_only), resumes without redoing finished cells, and resumes from its export
+// (scripts/export_study.sh) in another folder, also when a cell had finished only some of its
+// tasks; then `gmlp finetune` from one of its pretrained encoders writes results, dev predictions,
+// the GLUE submission file and a model that `gmlp predict` loads.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
@@ -110,8 +110,7 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   EXPECT_NE(md->find("| tiny | SST-2 | dev | gmlp |"), std::string::npos) << *md;
   EXPECT_NE(md->find("| tiny | MNLI-like | xnli_en_test | gmlp |"), std::string::npos) << *md;
   EXPECT_NE(md->find("| tiny | probe-shifted | test | gmlp |"), std::string::npos) << *md;
-  EXPECT_NE(md->find("Transformer-tiny (ALiBi) *(second segment only)*"), std::string::npos)
-      << *md;
+  EXPECT_NE(md->find("Transformer-tiny (ALiBi) *(second segment only)*"), std::string::npos) << *md;
   // The learned-position Transformer is compared with the ALiBi baseline like any encoder.
   EXPECT_NE(md->find("| tiny | SST-2 | dev | transformer |"), std::string::npos) << *md;
   // Each Transformer cell pretrained with its own positions.
@@ -313,7 +312,8 @@ void EndToEndTest::StudyExportResumesElsewhere() {
 // A cell exported after pretraining but before its last task (no cell.json, no checkpoint) is
 // continued elsewhere by pretraining it again: the held-out loss comes back identical, so its
 // finished tasks and the finished seeds of an unfinished task are kept and the rest are run,
-// and the tables are those of the uninterrupted study. When the recorded loss does not match (another encoder), its tasks are redone.
+// and the tables are those of the uninterrupted study. When the recorded loss does not match
+// (another encoder), its tasks are redone.
 void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   const std::string partial = JoinPath(*dir_, "partial");
   ASSERT_EQ(std::system(("cp -r '" + config_->output + "' '" + partial + "'").c_str()), 0);
@@ -326,8 +326,8 @@ void EndToEndTest::StudyExportContinuesUnfinishedCell() {
       ::unlink(JoinPath(partial, cell + "/ft/MNLI-like/predictions/seed-2/result.json").c_str()),
       0);
   const std::string exported = JoinPath(*dir_, "partial-exported");
-  ASSERT_EQ(std::system(("bash '" GMLP_SOURCE_DIR "/scripts/export_study.sh' '" + partial +
-                         "' '" + exported + "' >/dev/null")
+  ASSERT_EQ(std::system(("bash '" GMLP_SOURCE_DIR "/scripts/export_study.sh' '" + partial + "' '" +
+                         exported + "' >/dev/null")
                             .c_str()),
             0);
   EXPECT_TRUE(PathExists(JoinPath(exported, cell + "/pretrain_done.json")));
