@@ -483,6 +483,17 @@ absl::StatusOr<PretrainLog> ReadPretrainLog(const std::string& run_dir) {
   return log;
 }
 
+// Pretrains `cell` into `pre_dir` (continuing from its checkpoints) and returns its held-out
+// MLM loss.
+absl::StatusOr<double> PretrainAndMeasure(const StudyConfig& config, const StudyData& data,
+                                          const CellSpec& cell, const std::string& pre_dir) {
+  pretrain::PretrainConfig pc = cell.pretrain;
+  pc.train.shard_dir = data.shard_dir;
+  pc.train.out_dir = pre_dir;
+  GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
+  return HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretrain_batch, config.ppl_batches);
+}
+
 // Pretraining is deterministic (same seed, data, threads and kernels: bit for bit, also on
 // another machine of the same kind), so a cell exported before it finished (pretrain_done.json
 // and some finished tasks, no checkpoint: scripts/export_study.sh) is continued by pretraining
@@ -508,13 +519,7 @@ absl::Status RecoverCheckpoint(const StudyConfig& config, const StudyData& data,
   if (!PathExists(aside) && PathExists(pre_dir)) {
     GMLP_RETURN_IF_ERROR(RenameAtomic(pre_dir, aside));
   }
-  pretrain::PretrainConfig pc = cell.pretrain;
-  pc.train.shard_dir = data.shard_dir;
-  pc.train.out_dir = pre_dir;
-  GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
-  GMLP_ASSIGN_OR_RETURN(
-      const double loss,
-      HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretrain_batch, config.ppl_batches));
+  GMLP_ASSIGN_OR_RETURN(const double loss, PretrainAndMeasure(config, data, cell, pre_dir));
   const std::string ft_dir = JoinPath(cell_dir, "ft");
   if (loss == recorded_loss) {
     progress(absl::StrCat(where, ": held-out loss ", absl::StrFormat("%.17g", loss),
@@ -554,12 +559,7 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
     r->mlm_loss = j.value("mlm_loss", 0.0);
   } else {
     progress(absl::StrCat(where, ": pretraining ", config.pretrain_steps, " steps"));
-    pretrain::PretrainConfig pc = cell.pretrain;
-    pc.train.shard_dir = data.shard_dir;
-    pc.train.out_dir = pre_dir;
-    GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
-    GMLP_ASSIGN_OR_RETURN(r->mlm_loss, HeldOutMlmLoss(pre_dir, data.shard_dir,
-                                                      config.pretrain_batch, config.ppl_batches));
+    GMLP_ASSIGN_OR_RETURN(r->mlm_loss, PretrainAndMeasure(config, data, cell, pre_dir));
   }
   // The log, not pretrain_done.json, is the record of time: studies before the trainer kept
   // "elapsed_s" across resumes wrote there only the last invocation's seconds.
