@@ -22,14 +22,15 @@
 #   BUILD_DIR=build ROUNDS=3 STEPS=10 bash bench/pretrain_bench.sh
 #   PRECISIONS=fp32 bash bench/pretrain_bench.sh          # one precision (default: auto)
 #   ONLY=scaling ROUNDS=5 bash bench/pretrain_bench.sh   # weak scaling alone
+#   ONLY=pairs PRECISIONS=bf16 bash bench/pretrain_bench.sh   # the engine table alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-10}
 THREADS=${THREADS:-2}
-SCALING_STEPS=${SCALING_STEPS:-20}
-ONLY=${ONLY:-all}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
+SCALING_STEPS=${SCALING_STEPS:-20}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
+ONLY=${ONLY:-all}  # all | pairs (the engine table) | scaling
 # Precisions: "fp32 bf16", or auto = bf16 only where the CPU has it natively (avx512_bf16 or
 # amx_bf16): elsewhere bf16 matmuls run 20-90x slower than fp32 and a round takes hours.
 PRECISIONS=${PRECISIONS:-auto}
@@ -85,6 +86,7 @@ for r in $(seq 1 "$ROUNDS"); do
       run_pair "$arch-small" 16384 "$bf16"
     done
   done
+  [[ $ONLY == pairs ]] && continue
   # Weak scaling: same per-rank batch, 1 thread per rank.
   "$BENCH" --preset=gmlp-tiny --steps="$SCALING_STEPS" --threads=1 --batch=16 \
     | sed "s/^{/{\"round\":$r,\"scaling\":1,/" >> "$OUT"
