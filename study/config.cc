@@ -1,7 +1,10 @@
 #include "study/config.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_json.h"
@@ -61,6 +64,21 @@ absl::Status StudyConfig::Validate() const {
   if (amlp_attn_sizes.empty()) {
     return absl::InvalidArgumentError("--amlp_attn_sizes is empty; the paper's is 64");
   }
+  for (size_t i = 0; i < pretrain_lr_by_size.size(); ++i) {
+    const std::string size = pretrain_lr_by_size[i].substr(0, pretrain_lr_by_size[i].find('='));
+    GMLP_RETURN_IF_ERROR(PretrainLr(size).status());
+    if (!model::Preset(absl::StrCat(archs.front(), "-", size)).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pretrain_lr_by_size: no size '", size, "' (no preset '", archs.front(),
+                       "-", size, "')"));
+    }
+    for (size_t k = 0; k < i; ++k) {
+      if (absl::StartsWith(pretrain_lr_by_size[k], size + "=")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--pretrain_lr_by_size names size '", size, "' twice"));
+      }
+    }
+  }
   if (curve_points < 1) return absl::InvalidArgumentError("--curve_points must be >= 1");
   if (pretrain_steps < 1) return absl::InvalidArgumentError("--pretrain_steps must be >= 1");
   if (finetune.max_len > seq_len && shards.empty()) {
@@ -69,6 +87,20 @@ absl::Status StudyConfig::Validate() const {
                                                    " (the encoders' max_seq_len)"));
   }
   return finetune.Validate();
+}
+
+absl::StatusOr<double> StudyConfig::PretrainLr(const std::string& size) const {
+  for (const std::string& entry : pretrain_lr_by_size) {
+    const size_t eq = entry.find('=');
+    double lr = 0;
+    if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(entry.substr(eq + 1), &lr) ||
+        !(lr > 0 && std::isfinite(lr))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pretrain_lr_by_size: '", entry, "' is not size=lr with lr > 0 (e.g. mini=0.001)"));
+    }
+    if (entry.compare(0, eq, size) == 0 && eq == size.size()) return lr;
+  }
+  return pretrain_lr;
 }
 
 nlohmann::json StudyConfig::ToJson() const {
@@ -120,8 +152,10 @@ std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& n
 
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
+  // pretrain_lr_by_size is checked per cell (study.cc: CheckCellLearningRates).
   for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
-                        "amlp_attn_sizes", "transformer_positions", "timings"}) {
+                        "amlp_attn_sizes", "transformer_positions", "timings",
+                        "pretrain_lr_by_size"}) {
     j.erase(k);
   }
   return j;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "finetune/trainer.h"
 #include "model/autocast.h"
 
@@ -54,6 +55,12 @@ struct StudyConfig {
   int64_t pretrain_steps = 1300;
   int64_t pretrain_batch = 32;
   double pretrain_lr = 2e-3;
+  // "size=lr" entries: the peak pretraining lr of every cell of that size (all its encoders,
+  // so the recipe stays the same for every encoder at a size); other sizes use pretrain_lr.
+  // Wider models want a lower lr: in the long run, gMLP-mini and aMLP-mini stayed on the
+  // context-free plateau at 2e-3 (results/2026-12-01-cpu-3h). Each cell checks the lr its
+  // pretraining recorded, so changing an entry affects only that size's cells.
+  std::vector<std::string> pretrain_lr_by_size = {};
   int64_t pretrain_warmup = 100;
   // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about
   // 2x the tokens per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the
@@ -127,6 +134,9 @@ struct StudyConfig {
     visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
     visit("pretrain_batch", self.pretrain_batch, "sequences per pretraining step");
     visit("pretrain_lr", self.pretrain_lr, "peak pretraining learning rate");
+    visit("pretrain_lr_by_size", self.pretrain_lr_by_size,
+          "per-size peak pretraining lr, 'size=lr,...' (e.g. mini=0.001); other sizes use "
+          "--pretrain_lr");
     visit("pretrain_warmup", self.pretrain_warmup, "pretraining warmup steps");
     visit("pretrain_bf16", self.pretrain_bf16, "bf16 autocast for pretraining");
     visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
@@ -151,6 +161,8 @@ struct StudyConfig {
   }
 
   absl::Status Validate() const;
+  // The peak pretraining lr of the cells of `size` (pretrain_lr_by_size, else pretrain_lr).
+  absl::StatusOr<double> PretrainLr(const std::string& size) const;
   nlohmann::json ToJson() const;
   // Sets the fields `j` names (keys as ToJson's; "finetune" holds FinetuneOptions keys) over
   // `*this`. Errors name `origin`.
@@ -173,7 +185,8 @@ absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config);
 absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* config);
 
 // The settings that change results, from a StudyConfig::ToJson(): a study directory is only
-// resumed with the same ones.
+// resumed with the same ones. pretrain_lr_by_size is not among them: each cell checks its own
+// pretraining's lr (so a new entry for one size redoes only that size's cells).
 nlohmann::json Fingerprint(nlohmann::json config_json);
 
 // How `now` differs from the settings a study directory recorded (its study.json), as

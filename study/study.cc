@@ -77,11 +77,13 @@ struct CellSpec {
   bool finetune = true;
 };
 
-// The pretraining configuration of every cell: `preset` with the study's overrides, on the
-// study's shards for the same steps.
+// The pretraining configuration of every cell: "<arch>-<size>" with the study's overrides, on
+// the study's shards for the same steps, at the size's lr.
 absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c,
-                                                            const std::string& preset,
+                                                            const std::string& arch,
+                                                            const std::string& size,
                                                             const std::string& sgu) {
+  const std::string preset = absl::StrCat(arch, "-", size);
   pretrain::PretrainConfig pc;
   pc.preset = preset;
   GMLP_ASSIGN_OR_RETURN(pc.model, model::Preset(preset));
@@ -95,7 +97,7 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
   t.steps = c.pretrain_steps;
   t.global_batch = c.pretrain_batch;
   t.micro_batch = c.pretrain_batch;
-  t.lr = c.pretrain_lr;
+  GMLP_ASSIGN_OR_RETURN(t.lr, c.PretrainLr(size));
   t.warmup_steps = std::min(c.pretrain_warmup, c.pretrain_steps);
   t.bf16 = c.pretrain_bf16;
   // The learning curve: held-out loss at curve_points evenly spaced steps (and the last).
@@ -115,7 +117,7 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
       const model::ArchSpec* spec = model::FindArch(arch);
       const bool has_sgu = spec != nullptr && spec->has_sgu;
       const std::string preset = absl::StrCat(arch, "-", size);
-      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, preset, ""));
+      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, arch, size, ""));
       if (arch == "transformer") {  // one cell per position scheme, the baseline's first
         for (const std::string& position : c.transformer_positions) {
           pc.model.position = position;
@@ -140,7 +142,7 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
     for (const std::string& v : c.sgu_variants) {
       if (v == "split") continue;  // that is the main gMLP cell
       GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc,
-                            CellPretrainConfig(c, absl::StrCat("gmlp-", size), v));
+                            CellPretrainConfig(c, "gmlp", size, v));
       cells.push_back({absl::StrCat("gmlp-", size, "-sgu-", v), absl::StrCat("gmlp-sgu-", v),
                        "gmlp", size, v, std::move(pc), false});
     }
@@ -161,6 +163,32 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config) {
     }
   }
   return WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n");
+}
+
+// Each cell whose pretraining started (its pretrain/config.json, or pretrain.exported/ while an
+// exported cell is recovered) must have the peak lr the study gives it now: pretrain_lr_by_size
+// is not in the study's fingerprint, so that a new entry redoes only its size's cells.
+absl::Status CheckCellLearningRates(const StudyConfig& config, const std::vector<CellSpec>& cells) {
+  for (const CellSpec& cell : cells) {
+    const std::string cell_dir = JoinPath(JoinPath(config.output, "cells"), cell.name);
+    for (const char* sub : {"pretrain", "pretrain.exported"}) {
+      const std::string path = JoinPath(JoinPath(cell_dir, sub), "config.json");
+      if (!PathExists(path)) continue;
+      GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(path, kRedo));
+      if (!j.contains("lr") || !j["lr"].is_number()) {
+        return absl::DataLossError(absl::StrCat(path, ": no \"lr\"; ", kRedo));
+      }
+      const double recorded = j["lr"].get<double>();
+      if (recorded != cell.pretrain.train.lr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            cell_dir, " was pretrained at peak lr ", recorded, "; this study gives its size (",
+            cell.size, ") lr ", cell.pretrain.train.lr,
+            " (--pretrain_lr, --pretrain_lr_by_size). Move that folder out of ", config.output,
+            "/cells to redo the cell at the new lr, or run with the lr it was started with"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 // study.json's "timings": each stage's wall time, work and share of the total (not part of the
@@ -787,9 +815,16 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
       {"shards", ShardsSetting(data.shard_dir, config)},
       {"pretraining",
        absl::StrCat(config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
-                    config.pretrain_lr, ", warmup ", config.pretrain_warmup,
+                    config.pretrain_lr,
+                    config.pretrain_lr_by_size.empty()
+                        ? ""
+                        : absl::StrCat(" (by size: ", absl::StrJoin(config.pretrain_lr_by_size, ", "),
+                                       ")"),
+                    ", warmup ", config.pretrain_warmup,
                     config.pretrain_bf16 ? ", bf16 autocast" : ", fp32",
-                    " (the same recipe for every cell)")},
+                    config.pretrain_lr_by_size.empty()
+                        ? " (the same recipe for every cell)"
+                        : " (the same recipe for every encoder of a size)")},
       {"finetuning",
        absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size, ", lr ",
                     config.finetune.lr, ", max_len ", config.finetune.max_len,
@@ -873,10 +908,11 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   GMLP_RETURN_IF_ERROR(config.Validate());
   Progress progress;
   GMLP_RETURN_IF_ERROR(MakeDirs(config.output));
+  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
+  GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
   GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
   StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
-  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
     const std::string where = absl::StrCat("cell ", i + 1, "/", cells.size(), " ", cells[i].name);
@@ -894,10 +930,11 @@ absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
                                             "/study.json not found: no study has started in "
                                             "this --output; run it without --report_only"));
   }
+  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
+  GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
   GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
   const StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   const StudyData data = DataPaths(config);
-  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   std::vector<CellSpec> done_cells;
   std::vector<CellResult> results;
   std::vector<std::string> missing;

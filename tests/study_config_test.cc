@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "study/config.h"
 
@@ -134,6 +135,36 @@ TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   other = c;
   other.pretrain_steps = 2000;
   EXPECT_EQ(SettingsChanges(recorded, other), " pretrain_steps: 2500 -> 2000;");
+  // Per-size learning rates are checked by each cell instead (study.cc), so that a new entry
+  // redoes only that size's cells.
+  other = c;
+  other.pretrain_lr_by_size = {"mini=0.001"};
+  EXPECT_EQ(SettingsChanges(recorded, other), "");
+}
+
+// pretrain_lr_by_size gives every cell of a size its lr; other sizes keep pretrain_lr.
+TEST(StudyConfigTest, PretrainLrBySize) {
+  StudyConfig c;
+  c.sizes = {"tiny", "mini"};
+  c.pretrain_lr = 2e-3;
+  c.pretrain_lr_by_size = {"mini=0.001"};
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(*c.PretrainLr("tiny"), 2e-3);
+  EXPECT_EQ(*c.PretrainLr("mini"), 1e-3);
+  EXPECT_EQ(*c.PretrainLr("small"), 2e-3);  // an entry may name a size this run does not have
+  for (const auto& [entries, error] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"mini"}, "'mini' is not size=lr"},
+           {{"mini=fast"}, "'mini=fast' is not size=lr"},
+           {{"mini=-0.001"}, "'mini=-0.001' is not size=lr"},
+           {{"=0.001"}, "'=0.001' is not size=lr"},
+           {{"huge=0.001"}, "no size 'huge'"},
+           {{"mini=0.001", "mini=0.002"}, "names size 'mini' twice"}}) {
+    StudyConfig bad = c;
+    bad.pretrain_lr_by_size = entries;
+    const absl::Status st = bad.Validate();
+    ASSERT_FALSE(st.ok()) << absl::StrJoin(entries, ",");
+    EXPECT_NE(st.message().find(error), std::string::npos) << st;
+  }
 }
 
 }  // namespace

@@ -235,6 +235,18 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   auto refused = RunStudy(other);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("pretrain_steps"), std::string::npos);
+  // So is another lr for cells already pretrained, by name, before study.json is touched.
+  const auto study_json = ReadFile(JoinPath(out, "study.json"));
+  ASSERT_TRUE(study_json.ok());
+  other = *config_;
+  other.pretrain_lr_by_size = {"tiny=0.125"};
+  refused = RunStudy(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cells/transformer-tiny-alibi was pretrained at peak lr"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("lr 0.125"), std::string::npos) << refused.status();
+  EXPECT_EQ(*ReadFile(JoinPath(out, "study.json")), *study_json);
 }
 
 // scripts/export_study.sh keeps what a finished study needs to be resumed in another folder (on
