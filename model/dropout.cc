@@ -3,9 +3,11 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 
 #include "common/mix64.h"
@@ -36,6 +38,45 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
   }
 };
 
+// The mask loops for the two dtypes training runs in. Each element's decision is one SplitMix64
+// of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes wide, so it is
+// compiled for x86-64-v4 and v3 besides the baseline and the loader picks one (the scalar loop
+// was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GMLP_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GMLP_VECTOR_CLONES
+#endif
+
+inline bool Keep(uint64_t seed, int64_t i, uint64_t threshold) {
+  return (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
+}
+
+GMLP_VECTOR_CLONES
+void MaskFloat(const float* src, float* dst, int64_t begin, int64_t end, uint64_t seed,
+               uint64_t threshold, float scale) {
+  for (int64_t i = begin; i < end; ++i) dst[i] = Keep(seed, i, threshold) ? src[i] * scale : 0.0f;
+}
+
+// bf16 as its bits: widened to float, scaled in float, rounded to nearest even as c10::BFloat16
+// rounds (NaN to 0x7FC0).
+GMLP_VECTOR_CLONES
+void MaskBFloat16(const uint16_t* src, uint16_t* dst, int64_t begin, int64_t end, uint64_t seed,
+                  uint64_t threshold, float scale) {
+  for (int64_t i = begin; i < end; ++i) {
+    float x;
+    const uint32_t in = static_cast<uint32_t>(src[i]) << 16;
+    std::memcpy(&x, &in, sizeof(x));
+    const float y = x * scale;
+    uint32_t bits;
+    std::memcpy(&bits, &y, sizeof(bits));
+    const auto rounded = static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+    const uint16_t out = y != y ? static_cast<uint16_t>(0x7FC0) : rounded;
+    dst[i] = Keep(seed, i, threshold) ? out : static_cast<uint16_t>(0);
+  }
+}
+
 }  // namespace
 
 torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) {
@@ -45,15 +86,34 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
   const int64_t n = in.numel();
   // Kept when the top 32 bits are >= p * 2^32: P(keep) = 1 - p to within 2^-32.
   const auto threshold = static_cast<uint64_t>(std::llround(p * 4294967296.0));
+  // Every dtype scales in float (or double), then rounds once to its own type.
   const float scale = static_cast<float>(1.0 / (1.0 - p));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, in.scalar_type(), "gmlp_dropout", [&] {
+  constexpr int64_t kGrain = 1 << 14;
+  if (in.scalar_type() == at::kFloat) {
+    const float* src = in.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+      MaskFloat(src, dst, begin, end, seed, threshold, scale);
+    });
+    return out;
+  }
+  if (in.scalar_type() == at::kBFloat16) {
+    const auto* src = reinterpret_cast<const uint16_t*>(in.data_ptr<at::BFloat16>());
+    auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+    at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+      MaskBFloat16(src, dst, begin, end, seed, threshold, scale);
+    });
+    return out;
+  }
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kHalf, in.scalar_type(), "gmlp_dropout", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
     const scalar_t* src = in.data_ptr<scalar_t>();
     scalar_t* dst = out.data_ptr<scalar_t>();
-    const auto s = static_cast<scalar_t>(scale);
-    at::parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
+    const auto s = static_cast<acc_t>(1.0 / (1.0 - p));
+    at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const bool keep = (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
-        dst[i] = keep ? static_cast<scalar_t>(src[i] * s) : static_cast<scalar_t>(0);
+        dst[i] = Keep(seed, i, threshold) ? static_cast<scalar_t>(static_cast<acc_t>(src[i]) * s)
+                                          : static_cast<scalar_t>(0);
       }
     });
   });

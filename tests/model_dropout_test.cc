@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "model/dropout.h"
 
 namespace gmlp::model {
@@ -37,6 +39,30 @@ TEST(DropoutTest, MaskIsAFunctionOfTheSeedForEveryDtype) {
   const torch::Tensor one = ApplyDropoutMask(x, 0.3, 7).ne(0);
   torch::set_num_threads(threads);
   EXPECT_TRUE(a.equal(one));
+}
+
+// Kept elements are x * (1/(1 - p)) scaled in float and rounded once to the tensor's dtype (the
+// float and bf16 loops are vectorized clones; every clone computes these bits).
+TEST(DropoutTest, KeptValuesAreScaledInFloatAndRoundedOnce) {
+  const double p = 0.1;
+  const float scale = static_cast<float>(1.0 / (1.0 - p));
+  const torch::Tensor x = torch::randn({1000, 77}) * 3;  // an odd length: the loops' tails too
+  const torch::Tensor y = ApplyDropoutMask(x, p, 99);
+  const torch::Tensor kept = y.ne(0);
+  EXPECT_TRUE(y.masked_select(kept).equal((x * scale).masked_select(kept)));
+  // bf16: not scaled by bf16(1/(1 - p)) = 1.109375, which would shrink every kept value by 0.16%.
+  const torch::Tensor xb = x.to(torch::kBFloat16);
+  const torch::Tensor yb = ApplyDropoutMask(xb, p, 99);
+  EXPECT_TRUE(yb.ne(0).equal(kept));
+  EXPECT_TRUE(yb.masked_select(kept).equal(
+      (xb.to(torch::kFloat) * scale).to(torch::kBFloat16).masked_select(kept)));
+  // Non-finite values go through as torch rounds them (NaN stays NaN, inf stays inf).
+  const torch::Tensor special =
+      torch::tensor({std::nanf(""), INFINITY, -INFINITY, 3.0e38f}).repeat({64});
+  const torch::Tensor ys = ApplyDropoutMask(special.to(torch::kBFloat16), 0.0, 1).to(torch::kFloat);
+  const torch::Tensor want = (special * 1.0f).to(torch::kBFloat16).to(torch::kFloat);
+  EXPECT_TRUE(ys.isnan().equal(want.isnan()));
+  EXPECT_TRUE(ys.nan_to_num(0).equal(want.nan_to_num(0)));
 }
 
 TEST(DropoutTest, ReproducibleUnderManualSeedAndFreshPerCall) {
