@@ -7,10 +7,10 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
-#include <cstring>
 #include <mutex>
 
 #include "common/mix64.h"
+#include "model/cpu_kernel_util.h"
 
 namespace gmlp::model {
 namespace {
@@ -39,16 +39,8 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
 };
 
 // The mask loops for the two dtypes training runs in. Each element's decision is one SplitMix64
-// of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes wide, so it is
-// compiled for x86-64-v4 and v3 besides the baseline and the loader picks one (the scalar loop
-// was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GMLP_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define GMLP_VECTOR_CLONES
-#endif
-
+// of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes wide (the scalar
+// loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes the same bits.
 inline bool Keep(uint64_t seed, int64_t i, uint64_t threshold) {
   return (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
 }
@@ -59,20 +51,12 @@ void MaskFloat(const float* src, float* dst, int64_t begin, int64_t end, uint64_
   for (int64_t i = begin; i < end; ++i) dst[i] = Keep(seed, i, threshold) ? src[i] * scale : 0.0f;
 }
 
-// bf16 as its bits: widened to float, scaled in float, rounded to nearest even as c10::BFloat16
-// rounds (NaN to 0x7FC0).
+// bf16 as its bits (cpu_kernel_util.h): widened to float, scaled in float, rounded once.
 GMLP_VECTOR_CLONES
 void MaskBFloat16(const uint16_t* src, uint16_t* dst, int64_t begin, int64_t end, uint64_t seed,
                   uint64_t threshold, float scale) {
   for (int64_t i = begin; i < end; ++i) {
-    float x;
-    const uint32_t in = static_cast<uint32_t>(src[i]) << 16;
-    std::memcpy(&x, &in, sizeof(x));
-    const float y = x * scale;
-    uint32_t bits;
-    std::memcpy(&bits, &y, sizeof(bits));
-    const auto rounded = static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-    const uint16_t out = y != y ? static_cast<uint16_t>(0x7FC0) : rounded;
+    const uint16_t out = FloatToBf16Bits(Bf16BitsToFloat(src[i]) * scale);
     dst[i] = Keep(seed, i, threshold) ? out : static_cast<uint16_t>(0);
   }
 }

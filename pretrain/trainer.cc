@@ -15,6 +15,7 @@
 #include "common/mix64.h"
 #include "common/status.h"
 #include "model/autocast.h"
+#include "model/softmax_xent.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/mlm_eval.h"
 #include "pretrain/schedule.h"
@@ -208,13 +209,23 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
       model::AutocastScope autocast(config_.bf16);
       logits_MV = forward_(t.input, t.masked_index);
     }
-    logits_MV = logits_MV.to(torch::kFloat32);
-    torch::Tensor ce = torch::nn::functional::cross_entropy(
-        logits_MV, t.labels,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+    torch::Tensor ce, argmax_M;
+    if (logits_MV.is_cpu() && logits_MV.scalar_type() == torch::kBFloat16) {
+      // Read in bf16, no (M, V) fp32 copy or log-probabilities (model/softmax_xent.h). fp32
+      // keeps ATen's kernels below, so fp32 runs stay bit-identical to earlier ones.
+      model::SoftmaxXent xent = model::SoftmaxCrossEntropy(logits_MV, t.labels);
+      ce = xent.loss_M.sum();
+      argmax_M = std::move(xent.argmax_M);
+    } else {
+      logits_MV = logits_MV.to(torch::kFloat32);
+      ce = torch::nn::functional::cross_entropy(
+          logits_MV, t.labels,
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+      argmax_M = logits_MV.detach().argmax(1);
+    }
     (ce / denom).backward();
     loss_sum += ce.detach();
-    correct += logits_MV.detach().argmax(1).eq(t.labels).sum();
+    correct += argmax_M.eq(t.labels).sum();
   }
   sync_->Finish();
   torch::Tensor sums = torch::stack({loss_sum, correct});
