@@ -23,6 +23,7 @@
 #   PRECISIONS=fp32 bash bench/pretrain_bench.sh          # one precision (default: auto)
 #   ONLY=scaling ROUNDS=5 bash bench/pretrain_bench.sh   # weak scaling alone
 #   ONLY=pairs PRECISIONS=bf16 bash bench/pretrain_bench.sh   # the engine table alone
+#   ONLY=pairs ARCHS="gmlp amlp" PEERS=pt2.11 bash bench/pretrain_bench.sh   # fewer rows/peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -31,6 +32,9 @@ STEPS=${STEPS:-10}
 THREADS=${THREADS:-2}
 SCALING_STEPS=${SCALING_STEPS:-20}  # a 2-rank step is ~0.25 s: fewer steps are mostly noise
 ONLY=${ONLY:-all}  # all | pairs (the engine table) | scaling
+ARCHS=${ARCHS:-gmlp amlp transformer}
+SIZES=${SIZES:-tiny small}
+PEERS=${PEERS:-pt1.13 pt2.11 pt2.11-compile}  # which PyTorch runs each pair includes
 # Precisions: "fp32 bf16", or auto = bf16 only where the CPU has it natively (avx512_bf16 or
 # amx_bf16): elsewhere bf16 matmuls run 20-90x slower than fp32 and a round takes hours.
 PRECISIONS=${PRECISIONS:-auto}
@@ -56,13 +60,16 @@ run_pair() {  # preset vocab bf16(0|1)
   if [[ $bf16 == 1 ]]; then flag="--bf16"; pyflag="--bf16"; fi
   "$BENCH" --preset="$preset" --vocab="$vocab" --steps="$STEPS" --threads="$THREADS" $flag \
     --config_out="$TMP/$preset.json" | sed "s/^{/{\"round\":$r,/" >> "$OUT"
-  /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
-    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"default\",/" >> "$OUT"
-  GLIBC_TUNABLES=$SAME_MALLOC \
+  if [[ " $PEERS " == *" pt1.13 "* ]]; then
     /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
-    | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
+      | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"default\",/" >> "$OUT"
+    GLIBC_TUNABLES=$SAME_MALLOC \
+      /usr/bin/python3 "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
+      | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
+  fi
   if [[ -x $PY211 ]]; then
     for compile in "" --compile; do
+      [[ " $PEERS " == *" pt2.11${compile:+-compile} "* ]] || continue
       GLIBC_TUNABLES=$SAME_MALLOC \
         "$PY211" "$REF" --config "$TMP/$preset.json" --steps "$STEPS" --threads "$THREADS" $pyflag \
         $compile 2>/dev/null | sed "s/^{/{\"round\":$r,\"preset\":\"$preset\",\"malloc\":\"same\",/" >> "$OUT"
@@ -81,9 +88,12 @@ for r in $(seq 1 "$ROUNDS"); do
     [[ $ONLY == scaling ]] && break
     bf16=0
     [[ $precision == bf16 ]] && bf16=1
-    for arch in gmlp amlp transformer; do
-      run_pair "$arch-tiny" 8192 "$bf16"
-      run_pair "$arch-small" 16384 "$bf16"
+    for arch in $ARCHS; do
+      for size in $SIZES; do
+        vocab=8192
+        [[ $size == small ]] && vocab=16384
+        run_pair "$arch-$size" "$vocab" "$bf16"
+      done
     done
   done
   [[ $ONLY == pairs ]] && continue
