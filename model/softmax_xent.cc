@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -135,8 +136,8 @@ inline void BackwardRows(const T* logits, const int64_t* labels, const float* ls
 }
 
 GMLP_VECTOR_CLONES
-void ForwardFloat(const float* logits, const int64_t* labels, int64_t V, int64_t begin,
-                  int64_t end, float* loss, float* lse, int64_t* argmax) {
+void ForwardFloat(const float* logits, const int64_t* labels, int64_t V, int64_t begin, int64_t end,
+                  float* loss, float* lse, int64_t* argmax) {
   ForwardRows(logits, labels, V, begin, end, loss, lse, argmax);
 }
 
@@ -159,7 +160,9 @@ void BackwardBFloat16(const uint16_t* logits, const int64_t* labels, const float
 }
 
 // Rows per task: about 64k logits.
-int64_t RowGrain(int64_t V) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(V, 1)); }
+int64_t RowGrain(int64_t V) {
+  return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(V, 1));
+}
 
 const uint16_t* Bf16Data(const torch::Tensor& t) {
   return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
@@ -200,8 +203,8 @@ class XentFunction : public torch::autograd::Function<XentFunction> {
     const torch::Tensor& x = saved[0];
     const torch::Tensor& y = saved[1];
     const torch::Tensor lse = ctx->saved_data["lse"].toTensor();
-    const torch::Tensor g = grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous()
-                                               : torch::zeros_like(lse);
+    const torch::Tensor g =
+        grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::zeros_like(lse);
     const int64_t M = x.size(0), V = x.size(1);
     torch::Tensor grad = torch::empty_like(x);
     const int64_t* lab = y.data_ptr<int64_t>();
@@ -213,8 +216,7 @@ class XentFunction : public torch::autograd::Function<XentFunction> {
         BackwardBFloat16(Bf16Data(x), lab, lse_p, g_p, V, begin, end,
                          reinterpret_cast<uint16_t*>(grad.data_ptr<at::BFloat16>()));
       } else {
-        BackwardFloat(x.data_ptr<float>(), lab, lse_p, g_p, V, begin, end,
-                      grad.data_ptr<float>());
+        BackwardFloat(x.data_ptr<float>(), lab, lse_p, g_p, V, begin, end, grad.data_ptr<float>());
       }
     });
     return {grad, torch::Tensor()};
@@ -227,9 +229,9 @@ SoftmaxXent SoftmaxCrossEntropy(const torch::Tensor& logits_MV, const torch::Ten
   TORCH_CHECK(logits_MV.dim() == 2 && logits_MV.size(1) > 0, "logits must be (M, V), got ",
               logits_MV.sizes());
   TORCH_CHECK(logits_MV.device().is_cpu(), "SoftmaxCrossEntropy runs on the CPU");
-  TORCH_CHECK(logits_MV.scalar_type() == torch::kFloat32 ||
-                  logits_MV.scalar_type() == torch::kBFloat16,
-              "logits must be float32 or bfloat16, got ", logits_MV.scalar_type());
+  TORCH_CHECK(
+      logits_MV.scalar_type() == torch::kFloat32 || logits_MV.scalar_type() == torch::kBFloat16,
+      "logits must be float32 or bfloat16, got ", logits_MV.scalar_type());
   TORCH_CHECK(labels_M.dim() == 1 && labels_M.size(0) == logits_MV.size(0) &&
                   labels_M.scalar_type() == torch::kInt64,
               "labels must be int64 (M) with M = ", logits_MV.size(0));

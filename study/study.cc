@@ -141,8 +141,7 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
     const std::string& size = c.sizes.front();
     for (const std::string& v : c.sgu_variants) {
       if (v == "split") continue;  // that is the main gMLP cell
-      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc,
-                            CellPretrainConfig(c, "gmlp", size, v));
+      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, "gmlp", size, v));
       cells.push_back({absl::StrCat("gmlp-", size, "-sgu-", v), absl::StrCat("gmlp-sgu-", v),
                        "gmlp", size, v, std::move(pc), false});
     }
@@ -150,19 +149,8 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
   return cells;
 }
 
-// A study directory resumes only with the settings it was started with; writes study.json.
-absl::Status CheckAndRecordSettings(const StudyConfig& config) {
-  const std::string study_json = JoinPath(config.output, "study.json");
-  if (PathExists(study_json)) {
-    GMLP_ASSIGN_OR_RETURN(nlohmann::json old_json, ReadJsonFile(study_json, kRedo));
-    const std::string diff = SettingsChanges(old_json, config);
-    if (!diff.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(config.output, " holds a study run with other settings (", diff,
-                       " ). Resume it with the same flags, or use a new --output"));
-    }
-  }
-  return WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n");
+std::string CellDir(const StudyConfig& config, const CellSpec& cell) {
+  return JoinPath(JoinPath(config.output, "cells"), cell.name);
 }
 
 // Each cell whose pretraining started (its pretrain/config.json, or pretrain.exported/ while an
@@ -170,7 +158,7 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config) {
 // is not in the study's fingerprint, so that a new entry redoes only its size's cells.
 absl::Status CheckCellLearningRates(const StudyConfig& config, const std::vector<CellSpec>& cells) {
   for (const CellSpec& cell : cells) {
-    const std::string cell_dir = JoinPath(JoinPath(config.output, "cells"), cell.name);
+    const std::string cell_dir = CellDir(config, cell);
     for (const char* sub : {"pretrain", "pretrain.exported"}) {
       const std::string path = JoinPath(JoinPath(cell_dir, sub), "config.json");
       if (!PathExists(path)) continue;
@@ -189,6 +177,23 @@ absl::Status CheckCellLearningRates(const StudyConfig& config, const std::vector
     }
   }
   return absl::OkStatus();
+}
+
+// A study directory resumes only with the settings it was started with, and its cells only with
+// the lr they were pretrained at; then writes study.json.
+absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector<CellSpec>& cells) {
+  GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
+  const std::string study_json = JoinPath(config.output, "study.json");
+  if (PathExists(study_json)) {
+    GMLP_ASSIGN_OR_RETURN(nlohmann::json old_json, ReadJsonFile(study_json, kRedo));
+    const std::string diff = SettingsChanges(old_json, config);
+    if (!diff.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(config.output, " holds a study run with other settings (", diff,
+                       " ). Resume it with the same flags, or use a new --output"));
+    }
+  }
+  return WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n");
 }
 
 // study.json's "timings": each stage's wall time, work and share of the total (not part of the
@@ -739,10 +744,6 @@ bool Covers(const std::vector<std::pair<std::string, std::string>>& runs, const 
   return true;
 }
 
-std::string CellDir(const StudyConfig& config, const CellSpec& cell) {
-  return JoinPath(JoinPath(config.output, "cells"), cell.name);
-}
-
 // The cell's result when an earlier invocation finished every run asked for now.
 absl::StatusOr<std::optional<CellResult>> FinishedCell(const StudyConfig& config,
                                                        const CellSpec& cell) {
@@ -814,17 +815,15 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
       {"tokenizer", absl::StrCat(data.tokenizer_model, " (vocab ", config.vocab_size, ")")},
       {"shards", ShardsSetting(data.shard_dir, config)},
       {"pretraining",
-       absl::StrCat(config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
-                    config.pretrain_lr,
-                    config.pretrain_lr_by_size.empty()
-                        ? ""
-                        : absl::StrCat(" (by size: ", absl::StrJoin(config.pretrain_lr_by_size, ", "),
-                                       ")"),
-                    ", warmup ", config.pretrain_warmup,
-                    config.pretrain_bf16 ? ", bf16 autocast" : ", fp32",
-                    config.pretrain_lr_by_size.empty()
-                        ? " (the same recipe for every cell)"
-                        : " (the same recipe for every encoder of a size)")},
+       absl::StrCat(
+           config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
+           config.pretrain_lr,
+           config.pretrain_lr_by_size.empty()
+               ? ""
+               : absl::StrCat(" (by size: ", absl::StrJoin(config.pretrain_lr_by_size, ", "), ")"),
+           ", warmup ", config.pretrain_warmup, config.pretrain_bf16 ? ", bf16 autocast" : ", fp32",
+           config.pretrain_lr_by_size.empty() ? " (the same recipe for every cell)"
+                                              : " (the same recipe for every encoder of a size)")},
       {"finetuning",
        absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size, ", lr ",
                     config.finetune.lr, ", max_len ", config.finetune.max_len,
@@ -909,8 +908,7 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   Progress progress;
   GMLP_RETURN_IF_ERROR(MakeDirs(config.output));
   GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
-  GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
-  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
+  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config, cells));
   StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
   std::vector<CellResult> results;
@@ -931,8 +929,7 @@ absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
                                             "this --output; run it without --report_only"));
   }
   GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
-  GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
-  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config));
+  GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config, cells));
   const StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   const StudyData data = DataPaths(config);
   std::vector<CellSpec> done_cells;

@@ -44,8 +44,7 @@ TEST(SoftmaxXentTest, LossGradientAndArgmaxMatchAtenInFloat) {
 TEST(SoftmaxXentTest, Bf16LogitsReadAndGradientWrittenInBf16) {
   torch::manual_seed(2);
   const int64_t M = 64, V = 8192;
-  const torch::Tensor logits =
-      (torch::randn({M, V}) * 3).to(torch::kBFloat16).requires_grad_();
+  const torch::Tensor logits = (torch::randn({M, V}) * 3).to(torch::kBFloat16).requires_grad_();
   const torch::Tensor labels = torch::randint(V, {M}, torch::kLong);
   const torch::Tensor w = torch::rand({M});
   const SoftmaxXent out = SoftmaxCrossEntropy(logits, labels);
@@ -97,10 +96,8 @@ TEST(SoftmaxXentTest, NonFiniteLogitsGiveNaNLossOnlyInTheirRow) {
 
 TEST(SoftmaxXentTest, RejectsBadArguments) {
   const torch::Tensor logits = torch::randn({4, 10});
-  EXPECT_THROW(SoftmaxCrossEntropy(logits, torch::tensor({0, 1, 2, 10}, torch::kLong)),
-               c10::Error);
-  EXPECT_THROW(SoftmaxCrossEntropy(logits, torch::tensor({0, 1, -1, 2}, torch::kLong)),
-               c10::Error);
+  EXPECT_THROW(SoftmaxCrossEntropy(logits, torch::tensor({0, 1, 2, 10}, torch::kLong)), c10::Error);
+  EXPECT_THROW(SoftmaxCrossEntropy(logits, torch::tensor({0, 1, -1, 2}, torch::kLong)), c10::Error);
   EXPECT_THROW(SoftmaxCrossEntropy(logits, torch::zeros({3}, torch::kLong)), c10::Error);
   EXPECT_THROW(SoftmaxCrossEntropy(logits.to(torch::kDouble), torch::zeros({4}, torch::kLong)),
                c10::Error);

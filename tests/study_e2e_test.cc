@@ -242,8 +242,9 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   other.pretrain_lr_by_size = {"tiny=0.125"};
   refused = RunStudy(other);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("cells/transformer-tiny-alibi was pretrained at peak lr"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.status().message().find("cells/transformer-tiny-alibi was pretrained at peak lr"),
+      std::string::npos)
       << refused.status();
   EXPECT_NE(refused.status().message().find("lr 0.125"), std::string::npos) << refused.status();
   EXPECT_EQ(*ReadFile(JoinPath(out, "study.json")), *study_json);
