@@ -364,13 +364,31 @@ void AppendTimings(const ReportContext& context, std::string* md) {
   for (const StageTiming& t : context.stages) total += t.seconds;
   absl::StrAppend(md, "## Where the time went\n\n| stage | wall time | share | rate |\n",
                   "|---|---:|---:|---:|\n");
-  double pretrain = 0;
+  // A stage that ran in several invocations (a resumed study re-checking its data) is one row:
+  // its times and work summed, the count named.
+  std::vector<StageTiming> merged;
+  std::vector<int> runs;
   for (const StageTiming& t : context.stages) {
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const StageTiming& m) { return m.stage == t.stage; });
+    if (same == merged.end()) {
+      merged.push_back(t);
+      runs.push_back(1);
+    } else {
+      same->seconds += t.seconds;
+      same->work += t.work;
+      ++runs[same - merged.begin()];
+    }
+  }
+  double pretrain = 0;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    const StageTiming& t = merged[i];
     if (absl::StartsWith(t.stage, "pretraining")) pretrain += t.seconds;
+    const std::string name = runs[i] > 1 ? absl::StrCat(t.stage, " (", runs[i], " runs)") : t.stage;
     const std::string rate = t.work > 0 && t.seconds > 0
                                  ? absl::StrFormat("%.0f %s/s", t.work / t.seconds, t.unit)
                                  : std::string("–");
-    absl::StrAppend(md, "| ", t.stage, " | ", absl::StrFormat("%.1f min", t.seconds / 60), " | ",
+    absl::StrAppend(md, "| ", name, " | ", absl::StrFormat("%.1f min", t.seconds / 60), " | ",
                     absl::StrFormat("%.0f%%", total > 0 ? 100 * t.seconds / total : 0), " | ", rate,
                     " |\n");
   }

@@ -228,11 +228,15 @@ TEST(StudyReportTest, ReportVerdictsComeFromResultsCsv) {
 
 TEST(StudyReportTest, TimingsShowSharesAndRates) {
   ReportContext context;
-  context.stages = {{"shards", 10, 1e6, "tokens"}};
+  // The shards stage ran twice (a resumed study re-checked its data): one row, summed.
+  context.stages = {
+      {"shards", 6, 6e5, "tokens"}, {"tokenizer training", 0, 0, ""}, {"shards", 4, 4e5, "tokens"}};
   for (StageTiming& t : CellTimings(PaperLike())) context.stages.push_back(t);
   // 9 cells x 60 s pretraining; 2 tasks + 1 control x 40 s x their cells of finetuning.
   const std::string md = ReportMarkdown(PaperLike(), ResultRows(PaperLike()), context, "plot");
-  EXPECT_NE(md.find("| shards | 0.2 min | 1% | 100000 tokens/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| shards (2 runs) | 0.2 min | 1% | 100000 tokens/s |"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| shards |"), std::string::npos) << md;
   EXPECT_NE(md.find("| pretraining gmlp-tiny | 1.0 min | "), std::string::npos) << md;
   EXPECT_NE(md.find("| finetuning MNLI-like (second segment only) | 1.3 min |"), std::string::npos)
       << md;
