@@ -1,6 +1,8 @@
 // LayerNorm, initialization and sequence-major batch helpers (see layers.h).
 #include "model/layers.h"
 
+#include "model/layer_norm_bf16.h"
+
 namespace gmlp::model {
 
 LayerNormImpl::LayerNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
@@ -10,6 +12,10 @@ LayerNormImpl::LayerNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   const auto type = x.scalar_type();
+  if (type == torch::kBFloat16 && x.is_cpu() && weight.scalar_type() == torch::kFloat32) {
+    // Read and written in bf16, computed in float (layer_norm_bf16.h): no casts around it.
+    return LayerNormBf16(x.reshape({-1, dim_}), weight, bias, eps_).view(x.sizes());
+  }
   const torch::Tensor in =
       (type == torch::kBFloat16 || type == torch::kHalf) ? x.to(weight.scalar_type()) : x;
   return torch::layer_norm(in, {dim_}, weight, bias, eps_);

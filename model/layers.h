@@ -18,6 +18,8 @@ namespace gmlp::model {
 // LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros).
 // Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
 // autocast in LibTorch 1.13 would otherwise run it in bf16, which loses the small variances.
+// On the CPU a bf16 input gives a bf16 output (layer_norm_bf16.h: computed in float, no casts);
+// elsewhere the output is fp32.
 class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps);

@@ -1,0 +1,158 @@
+// bf16 LayerNorm on the CPU (see layer_norm_bf16.h).
+#include "model/layer_norm_bf16.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "model/cpu_kernel_util.h"
+
+namespace gmlp::model {
+namespace {
+
+// Row sums run in kLanes independent accumulators combined in a fixed order (vectorizable
+// without reassociation, the same bits in every clone), as in softmax_xent.cc.
+constexpr int64_t kLanes = 16;
+// Rows per block of the weight/bias gradient partial sums: fixed, so the sums' order is too.
+constexpr int64_t kBlockRows = 64;
+
+template <typename F>
+inline float LaneSum(int64_t d, F&& term) {
+  float s[kLanes] = {};
+  const int64_t full = d - d % kLanes;
+  for (int64_t j = 0; j < full; j += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) s[k] += term(j + k);
+  }
+  for (int64_t j = full; j < d; ++j) s[j - full] += term(j);
+  float total = 0;
+  for (int64_t k = 0; k < kLanes; ++k) total += s[k];
+  return total;
+}
+
+GMLP_VECTOR_CLONES
+void ForwardRows(const uint16_t* x, const float* w, const float* b, int64_t d, float eps,
+                 int64_t begin, int64_t end, uint16_t* y, float* mean, float* rstd) {
+  std::vector<float> row(d);
+  float* r = row.data();
+  for (int64_t i = begin; i < end; ++i) {
+    const uint16_t* xi = x + i * d;
+    for (int64_t j = 0; j < d; ++j) r[j] = Bf16BitsToFloat(xi[j]);
+    const float mu = LaneSum(d, [&](int64_t j) { return r[j]; }) / static_cast<float>(d);
+    const float var =
+        LaneSum(d, [&](int64_t j) { return (r[j] - mu) * (r[j] - mu); }) / static_cast<float>(d);
+    const float rs = 1.0f / std::sqrt(var + eps);
+    uint16_t* yi = y + i * d;
+    for (int64_t j = 0; j < d; ++j) yi[j] = FloatToBf16Bits((r[j] - mu) * rs * w[j] + b[j]);
+    mean[i] = mu;
+    rstd[i] = rs;
+  }
+}
+
+// Rows [begin, end) of one block: dx, and the block's partial dw, db (d each).
+GMLP_VECTOR_CLONES
+void BackwardRows(const uint16_t* x, const uint16_t* dy, const float* w, const float* mean,
+                  const float* rstd, int64_t d, int64_t begin, int64_t end, uint16_t* dx,
+                  float* dw_part, float* db_part) {
+  std::vector<float> buf(2 * d);
+  float* xhat = buf.data();
+  float* g = buf.data() + d;
+  for (int64_t j = 0; j < d; ++j) dw_part[j] = db_part[j] = 0.0f;
+  for (int64_t i = begin; i < end; ++i) {
+    const uint16_t* xi = x + i * d;
+    const uint16_t* dyi = dy + i * d;
+    const float mu = mean[i], rs = rstd[i];
+    for (int64_t j = 0; j < d; ++j) {
+      const float dyj = Bf16BitsToFloat(dyi[j]);
+      xhat[j] = (Bf16BitsToFloat(xi[j]) - mu) * rs;
+      g[j] = dyj * w[j];
+      dw_part[j] += dyj * xhat[j];
+      db_part[j] += dyj;
+    }
+    const float inv_d = 1.0f / static_cast<float>(d);
+    const float a = LaneSum(d, [&](int64_t j) { return g[j]; }) * inv_d;
+    const float c = LaneSum(d, [&](int64_t j) { return g[j] * xhat[j]; }) * inv_d;
+    uint16_t* dxi = dx + i * d;
+    for (int64_t j = 0; j < d; ++j) dxi[j] = FloatToBf16Bits(rs * (g[j] - a - xhat[j] * c));
+  }
+}
+
+uint16_t* Bits(torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }
+const uint16_t* Bits(const torch::Tensor& t) {
+  return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
+}
+
+class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Function> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_ND,
+                               const torch::Tensor& weight_D, const torch::Tensor& bias_D,
+                               double eps) {
+    const torch::Tensor x = x_ND.contiguous();
+    const torch::Tensor w = weight_D.contiguous(), b = bias_D.contiguous();
+    const int64_t N = x.size(0), d = x.size(1);
+    torch::Tensor y = torch::empty_like(x);
+    const auto f32 = x.options().dtype(torch::kFloat32);
+    torch::Tensor mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
+    const float* wp = w.data_ptr<float>();
+    const float* bp = b.data_ptr<float>();
+    at::parallel_for(0, N, kBlockRows, [&](int64_t begin, int64_t end) {
+      ForwardRows(Bits(x), wp, bp, d, static_cast<float>(eps), begin, end, Bits(y),
+                  mean.data_ptr<float>(), rstd.data_ptr<float>());
+    });
+    ctx->save_for_backward({x, w});
+    ctx->saved_data["mean"] = mean;
+    ctx->saved_data["rstd"] = rstd;
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& w = saved[1];
+    const torch::Tensor mean = ctx->saved_data["mean"].toTensor();
+    const torch::Tensor rstd = ctx->saved_data["rstd"].toTensor();
+    const torch::Tensor dy = grads[0].to(torch::kBFloat16).contiguous();
+    const int64_t N = x.size(0), d = x.size(1);
+    const int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
+    torch::Tensor dx = torch::empty_like(x);
+    torch::Tensor parts = torch::empty({2, blocks, d}, w.options());
+    float* dw_parts = parts.data_ptr<float>();
+    float* db_parts = dw_parts + blocks * d;
+    at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t blk = first; blk < last; ++blk) {
+        BackwardRows(Bits(x), Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
+                     rstd.data_ptr<float>(), d, blk * kBlockRows,
+                     std::min(N, (blk + 1) * kBlockRows), Bits(dx), dw_parts + blk * d,
+                     db_parts + blk * d);
+      }
+    });
+    // The blocks' partial sums, added in block order.
+    torch::Tensor dw = torch::zeros({d}, w.options()), db = torch::zeros({d}, w.options());
+    float* dwp = dw.data_ptr<float>();
+    float* dbp = db.data_ptr<float>();
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      for (int64_t j = 0; j < d; ++j) {
+        dwp[j] += dw_parts[blk * d + j];
+        dbp[j] += db_parts[blk * d + j];
+      }
+    }
+    return {dx, dw, db, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weight_D,
+                            const torch::Tensor& bias_D, double eps) {
+  TORCH_CHECK(x_ND.dim() == 2 && x_ND.scalar_type() == torch::kBFloat16 && x_ND.is_cpu(),
+              "LayerNormBf16: x must be a 2-D bf16 CPU tensor");
+  TORCH_CHECK(weight_D.scalar_type() == torch::kFloat32 && bias_D.scalar_type() == torch::kFloat32 &&
+                  weight_D.numel() == x_ND.size(1) && bias_D.numel() == x_ND.size(1),
+              "LayerNormBf16: weight and bias must be float32 (", x_ND.size(1), ")");
+  return LayerNormBf16Function::apply(x_ND, weight_D, bias_D, eps);
+}
+
+}  // namespace gmlp::model

@@ -1,0 +1,24 @@
+// LayerNorm of bf16 activations on the CPU, read and written in bf16 and computed in float.
+//
+// ATen's bf16 layer_norm on the CPU (LibTorch 1.13) is 17x slower than its fp32 one, so
+// LayerNorm used to cast bf16 inputs to fp32 and normalize there: a cast in, an fp32 output that
+// the next matmul casts back to bf16, and the same two casts on the gradients in backward. This
+// kernel reads the bf16 input once per pass, writes the bf16 output (the same bits the fp32
+// output's cast would give, up to the summation order of the statistics), and in backward reads
+// the bf16 gradient and writes the bf16 input gradient; weight and bias stay fp32, and their
+// gradients are summed in fixed blocks of rows, so they do not depend on the thread count.
+#ifndef GMLP_MODEL_LAYER_NORM_BF16_H_
+#define GMLP_MODEL_LAYER_NORM_BF16_H_
+
+#include <torch/torch.h>
+
+namespace gmlp::model {
+
+// x (N, d) bf16 on the CPU, weight and bias (d) float32: LayerNorm over d, bf16 (N, d).
+// Differentiable in all three.
+torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weight_D,
+                            const torch::Tensor& bias_D, double eps);
+
+}  // namespace gmlp::model
+
+#endif  // GMLP_MODEL_LAYER_NORM_BF16_H_

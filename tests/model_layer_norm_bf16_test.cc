@@ -1,0 +1,87 @@
+// model::LayerNormBf16 (and LayerNorm's use of it) against ATen's layer_norm in float64 on the
+// same bf16 values: the output within bf16 rounding, the input gradient within bf16 rounding,
+// the weight and bias gradients to float accuracy, independent of the thread count.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/layer_norm_bf16.h"
+#include "model/layers.h"
+
+namespace gmlp::model {
+namespace {
+
+struct Grads {
+  torch::Tensor y, dx, dw, db;
+};
+
+Grads Normalize(bool fused, const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& b0,
+          const torch::Tensor& dy) {
+  const auto dtype = fused ? torch::kBFloat16 : torch::kDouble;
+  const torch::Tensor x = x0.to(dtype).clone().requires_grad_();  // fresh leaves
+  const torch::Tensor w = w0.to(fused ? torch::kFloat : torch::kDouble).clone().requires_grad_();
+  const torch::Tensor b = b0.to(fused ? torch::kFloat : torch::kDouble).clone().requires_grad_();
+  const torch::Tensor y = fused ? LayerNormBf16(x, w, b, 1e-5)
+                                : torch::layer_norm(x, {x.size(1)}, w, b, 1e-5);
+  (y.to(torch::kDouble) * dy.to(torch::kDouble)).sum().backward();
+  return {y.detach().to(torch::kDouble), x.grad().to(torch::kDouble), w.grad().to(torch::kDouble),
+          b.grad().to(torch::kDouble)};
+}
+
+// |a - b| <= rel |b| + abs, elementwise.
+bool Near(const torch::Tensor& a, const torch::Tensor& b, double rel, double abs) {
+  return ((a - b).abs() <= b.abs() * rel + abs).all().item<bool>();
+}
+
+TEST(LayerNormBf16Test, MatchesFloat64OnTheSameValues) {
+  torch::manual_seed(5);
+  for (const int64_t d : {1, 5, 16, 100, 384}) {  // below, at and off the lane width
+    SCOPED_TRACE(d);
+    const int64_t N = 300;  // several 64-row blocks and a partial one
+    // The bf16 values themselves are the input of both (rounded once, before).
+    const torch::Tensor x = (torch::randn({N, d}) * 2 + 0.5).to(torch::kBFloat16);
+    const torch::Tensor w = torch::randn({d}) * 0.5 + 1, b = torch::randn({d}) * 0.1;
+    const torch::Tensor dy = torch::randn({N, d}).to(torch::kBFloat16);
+    const Grads f = Normalize(true, x, w, b, dy);
+    const Grads r = Normalize(false, x, w, b, dy);
+    const double bf16_ulp = 1.0 / 128;  // relative spacing of bf16
+    EXPECT_TRUE(Near(f.y, r.y, bf16_ulp, 1e-3)) << (f.y - r.y).abs().max();
+    if (d > 1) {  // d = 1 normalizes everything to the bias: dx is 0 up to rounding
+      EXPECT_TRUE(Near(f.dx, r.dx, bf16_ulp, 1e-2 * r.dx.abs().max().item<double>()))
+          << (f.dx - r.dx).abs().max();
+    }
+    EXPECT_TRUE(Near(f.dw, r.dw, 1e-4, 1e-3)) << (f.dw - r.dw).abs().max();
+    EXPECT_TRUE(Near(f.db, r.db, 1e-4, 1e-3)) << (f.db - r.db).abs().max();
+  }
+}
+
+TEST(LayerNormBf16Test, SameBitsForAnyThreadCount) {
+  torch::manual_seed(6);
+  const torch::Tensor x = torch::randn({517, 96}).to(torch::kBFloat16);
+  const torch::Tensor w = torch::rand({96}) + 0.5, b = torch::randn({96});
+  const torch::Tensor dy = torch::randn({517, 96}).to(torch::kBFloat16);
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  const Grads one = Normalize(true, x, w, b, dy);
+  torch::set_num_threads(std::max(2, threads));
+  const Grads many = Normalize(true, x, w, b, dy);
+  torch::set_num_threads(threads);
+  EXPECT_TRUE(one.y.equal(many.y));
+  EXPECT_TRUE(one.dx.equal(many.dx));
+  EXPECT_TRUE(one.dw.equal(many.dw));
+  EXPECT_TRUE(one.db.equal(many.db));
+}
+
+// The LayerNorm module: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out.
+TEST(LayerNormBf16Test, LayerNormModuleUsesItForBf16) {
+  LayerNorm norm(8, 1e-5);
+  const torch::Tensor x = torch::randn({3, 4, 8});
+  const torch::Tensor yb = norm(x.to(torch::kBFloat16));
+  EXPECT_EQ(yb.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(yb.sizes(), x.sizes());
+  const torch::Tensor yf = norm(x.to(torch::kBFloat16).to(torch::kFloat));
+  EXPECT_EQ(yf.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::allclose(yb.to(torch::kFloat), yf, 1.0 / 64, 1e-2));
+}
+
+}  // namespace
+}  // namespace gmlp::model
