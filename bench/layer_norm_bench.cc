@@ -3,7 +3,8 @@
 // for the next matmul (and the mirror casts of the gradients in backward). Forward + backward,
 // interleaved over rounds, in one process; prints one JSON line per shape with the median
 // time of each and their ratio. Shapes: the SGU's LayerNorm of gmlp-tiny and gmlp-small (32 x 128
-// rows of d_ffn / 2) and a block LayerNorm at d_model.
+// rows of d_ffn / 2) and a block LayerNorm at d_model. With gmlp's allocator setting, as the
+// trainer runs (without it, fresh buffers page-fault and the casts' extra buffers cost more).
 //
 // Usage: layer_norm_bench [--threads=2] [--rounds=7] [--iters=30]
 #include <torch/torch.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/process.h"
 #include "model/layer_norm_bf16.h"
 
 namespace {
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
                  argv[i]);
     return 2;
   }
+  gmlp::KeepFreedMemoryInProcess();  // as the trainer runs: no page faults on fresh buffers
   torch::set_num_threads(threads);
   torch::manual_seed(0);
   struct Shape {

@@ -13,5 +13,5 @@ gmlp_use_torch_pch(context_bench)
 # layer_norm_bench: the bf16 LayerNorm kernel vs cast + ATen fp32 layer_norm + cast, forward and
 # backward, interleaved in one process.
 add_executable(layer_norm_bench layer_norm_bench.cc)
-target_link_libraries(layer_norm_bench PRIVATE gmlp::model gmlp_torch)
+target_link_libraries(layer_norm_bench PRIVATE gmlp::model gmlp::common gmlp_torch)
 gmlp_use_torch_pch(layer_norm_bench)
