@@ -29,6 +29,9 @@
 #include "pretrain/trainer.h"
 #include "tokenizer/tokenizer.h"
 
+ABSL_FLAG(bool, multi_tensor_cpu, true,
+          "Clipping and AdamW of float32 CPU parameters as multi-tensor kernels; false: ATen's "
+          "per-tensor ops, as before them.");
 ABSL_FLAG(std::string, preset, "gmlp-tiny", "Encoder preset.");
 ABSL_FLAG(int64_t, vocab, 8192, "Vocabulary size.");
 ABSL_FLAG(int64_t, seq_len, 128, "Sequence length.");
@@ -121,6 +124,7 @@ int Main() {
   o.config.bf16 = absl::GetFlag(FLAGS_bf16);
   if (absl::GetFlag(FLAGS_bucket_mb) > 0) o.config.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   o.quiet = true;
+  o.multi_tensor_cpu = absl::GetFlag(FLAGS_multi_tensor_cpu);
   Trainer trainer(
       o, mlm.ptr(),
       [mlm](const model::EncoderInput& in, const torch::Tensor& idx) mutable {
@@ -161,6 +165,7 @@ int Main() {
                         {"world_size", env->world_size},
                         {"threads", absl::GetFlag(FLAGS_threads)},
                         {"keep_freed_memory", absl::GetFlag(FLAGS_keep_freed_memory)},
+                        {"multi_tensor_cpu", o.multi_tensor_cpu},
                         {"batch_per_rank", batch},
                         {"tokens_per_s", tokens_per_s},
                         {"step_ms", 1000 * elapsed / steps},

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "pretrain/multi_tensor_cpu.h"
 
 // LibTorch 2.4 added a fused AdamW for CPU (CUDA had it before): one pass over each parameter's
 // weight, gradient and moments instead of eight kernels, and an on-device `found_inf` skip.
@@ -85,6 +86,22 @@ void Optimizer::Step(double lr, const torch::Tensor& skip) {
   const double b1 = options_.beta1, b2 = options_.beta2, eps = options_.eps;
   const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step_));
+  if (options_.kind == "adamw" && options_.multi_tensor_cpu) {
+    std::vector<torch::Tensor> p, g, m, v;
+    std::vector<double> wd;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].grad().defined()) continue;
+      p.push_back(params_[i]);
+      g.push_back(params_[i].grad());
+      m.push_back(exp_avg_[i]);
+      v.push_back(exp_avg_sq_[i]);
+      wd.push_back(DecaysWeight(params_[i]) ? options_.weight_decay : 0.0);
+    }
+    if (AllContiguousFloatCpu(p) && AllContiguousFloatCpu(g)) {
+      AdamWStepCpu(p, g, m, v, wd, {lr, b1, b2, eps, bc1, bc2});
+      return;
+    }
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i];
     const torch::Tensor& g = p.grad();
@@ -166,15 +183,23 @@ absl::Status Optimizer::Load(const std::string& path) {
   return absl::OkStatus();
 }
 
-torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm) {
+torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm,
+                                bool multi_tensor_cpu) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
-  std::vector<torch::Tensor> norms;
   for (const torch::Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    norms.push_back(p.grad().norm(2).to(torch::kFloat64));
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
+  if (multi_tensor_cpu && !grads.empty() && AllContiguousFloatCpu(grads)) {
+    // On the CPU reading the norm costs nothing, so the scaling pass runs only when it clips.
+    const double total = GlobalNormCpu(grads);
+    if (max_norm > 0.0 && std::isfinite(total) && total > max_norm) {
+      ScaleCpu(grads, static_cast<float>(max_norm / (total + 1e-6)));
+    }
+    return torch::tensor(total, torch::kFloat64);
+  }
+  std::vector<torch::Tensor> norms;
+  for (const torch::Tensor& g : grads) norms.push_back(g.norm(2).to(torch::kFloat64));
   if (norms.empty()) {
     return torch::zeros({}, torch::TensorOptions(torch::kFloat64)
                                 .device(params.empty() ? torch::kCPU : params[0].device()));

@@ -80,6 +80,7 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> modu
   opt.beta1 = config_.beta1;
   opt.beta2 = config_.beta2;
   opt.eps = config_.eps;
+  opt.multi_tensor_cpu = options_.multi_tensor_cpu;
   optimizer_ = std::make_unique<Optimizer>(params_, opt);
   sync_ = std::make_unique<GradSync>(params_, dist_, config_.bucket_mb);
   first_nonfinite_ = torch::full({}, -1, torch::TensorOptions(torch::kInt64).device(device_));
@@ -230,7 +231,8 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
   sync_->Finish();
   torch::Tensor sums = torch::stack({loss_sum, correct});
   dist_->AllreduceSum(sums);
-  const torch::Tensor grad_norm = ClipGradNormAsync(params_, config_.clip_norm);
+  const torch::Tensor grad_norm =
+      ClipGradNormAsync(params_, config_.clip_norm, options_.multi_tensor_cpu);
   // (loss_sum, correct, masked, tokens, grad_norm) of the global batch.
   sums_ = torch::cat({sums, counts, grad_norm.reshape({1})});
   const torch::Tensor bad = sums_.isfinite().all().logical_not();

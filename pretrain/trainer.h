@@ -58,6 +58,9 @@ struct TrainerOptions {
   // as a failed write would (tests simulate a full disk with it).
   std::function<absl::Status(const std::string& file)> before_checkpoint_write;
   bool quiet = false;  // no progress output (tests)
+  // Clipping and AdamW of float32 CPU parameters as multi-tensor kernels (multi_tensor_cpu.h);
+  // false keeps ATen's per-tensor ops (benchmarks compare the two).
+  bool multi_tensor_cpu = true;
 };
 
 // What one optimizer step measured (global over ranks).
