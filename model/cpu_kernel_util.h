@@ -1,7 +1,10 @@
-// Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc): plain loops that GCC
-// vectorizes, compiled for several instruction sets, with bf16 handled as its 16 bits.
+// Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_bf16.cc,
+// pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for several
+// instruction sets, with bf16 handled as its 16 bits.
 #ifndef GMLP_MODEL_CPU_KERNEL_UTIL_H_
 #define GMLP_MODEL_CPU_KERNEL_UTIL_H_
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <cstring>
@@ -32,6 +35,11 @@ inline uint16_t FloatToBf16Bits(float f) {
   std::memcpy(&u, &f, sizeof(u));
   const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   return f != f ? static_cast<uint16_t>(0x7FC0) : rounded;
+}
+
+// A contiguous bf16 tensor's elements as their bits, for the kernels' uint16_t loops.
+inline uint16_t* Bf16Bits(const at::Tensor& t) {
+  return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
 }
 
 }  // namespace gmlp::model

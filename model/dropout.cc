@@ -82,8 +82,8 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
     return out;
   }
   if (in.scalar_type() == at::kBFloat16) {
-    const auto* src = reinterpret_cast<const uint16_t*>(in.data_ptr<at::BFloat16>());
-    auto* dst = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+    const uint16_t* src = Bf16Bits(in);
+    uint16_t* dst = Bf16Bits(out);
     at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
       MaskBFloat16(src, dst, begin, end, seed, threshold, scale);
     });

@@ -79,11 +79,6 @@ void BackwardRows(const uint16_t* x, const uint16_t* dy, const float* w, const f
   }
 }
 
-uint16_t* Bits(torch::Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>()); }
-const uint16_t* Bits(const torch::Tensor& t) {
-  return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
-}
-
 class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Function> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_ND,
@@ -98,7 +93,7 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
     const float* wp = w.data_ptr<float>();
     const float* bp = b.data_ptr<float>();
     at::parallel_for(0, N, kBlockRows, [&](int64_t begin, int64_t end) {
-      ForwardRows(Bits(x), wp, bp, d, static_cast<float>(eps), begin, end, Bits(y),
+      ForwardRows(Bf16Bits(x), wp, bp, d, static_cast<float>(eps), begin, end, Bf16Bits(y),
                   mean.data_ptr<float>(), rstd.data_ptr<float>());
     });
     ctx->save_for_backward({x, w});
@@ -123,9 +118,9 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
     float* db_parts = dw_parts + blocks * d;
     at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
       for (int64_t blk = first; blk < last; ++blk) {
-        BackwardRows(Bits(x), Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
+        BackwardRows(Bf16Bits(x), Bf16Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
                      rstd.data_ptr<float>(), d, blk * kBlockRows,
-                     std::min(N, (blk + 1) * kBlockRows), Bits(dx), dw_parts + blk * d,
+                     std::min(N, (blk + 1) * kBlockRows), Bf16Bits(dx), dw_parts + blk * d,
                      db_parts + blk * d);
       }
     });

@@ -164,10 +164,6 @@ int64_t RowGrain(int64_t V) {
   return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(V, 1));
 }
 
-const uint16_t* Bf16Data(const torch::Tensor& t) {
-  return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>());
-}
-
 class XentFunction : public torch::autograd::Function<XentFunction> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
@@ -186,7 +182,7 @@ class XentFunction : public torch::autograd::Function<XentFunction> {
     const bool bf16 = x.scalar_type() == torch::kBFloat16;
     at::parallel_for(0, M, RowGrain(V), [&](int64_t begin, int64_t end) {
       if (bf16) {
-        ForwardBFloat16(Bf16Data(x), lab, V, begin, end, loss_p, lse_p, arg_p);
+        ForwardBFloat16(Bf16Bits(x), lab, V, begin, end, loss_p, lse_p, arg_p);
       } else {
         ForwardFloat(x.data_ptr<float>(), lab, V, begin, end, loss_p, lse_p, arg_p);
       }
@@ -213,8 +209,8 @@ class XentFunction : public torch::autograd::Function<XentFunction> {
     const bool bf16 = x.scalar_type() == torch::kBFloat16;
     at::parallel_for(0, M, RowGrain(V), [&](int64_t begin, int64_t end) {
       if (bf16) {
-        BackwardBFloat16(Bf16Data(x), lab, lse_p, g_p, V, begin, end,
-                         reinterpret_cast<uint16_t*>(grad.data_ptr<at::BFloat16>()));
+        BackwardBFloat16(Bf16Bits(x), lab, lse_p, g_p, V, begin, end,
+                         Bf16Bits(grad));
       } else {
         BackwardFloat(x.data_ptr<float>(), lab, lse_p, g_p, V, begin, end, grad.data_ptr<float>());
       }
