@@ -10,8 +10,8 @@ add_executable(context_bench context_bench.cc)
 target_link_libraries(context_bench PRIVATE gmlp::model gmlp_torch absl::strings)
 gmlp_use_torch_pch(context_bench)
 
-# layer_norm_bench: the bf16 LayerNorm kernel vs cast + ATen fp32 layer_norm + cast, forward and
-# backward, interleaved in one process.
-add_executable(layer_norm_bench layer_norm_bench.cc)
-target_link_libraries(layer_norm_bench PRIVATE gmlp::model gmlp::common gmlp_torch)
-gmlp_use_torch_pch(layer_norm_bench)
+# fused_ops_bench: the fused bf16 kernels (LayerNorm, bias + GELU, bias + GELU + gate) vs the
+# ATen ops they replace, forward and backward, interleaved in one process (was layer_norm_bench).
+add_executable(fused_ops_bench fused_ops_bench.cc)
+target_link_libraries(fused_ops_bench PRIVATE gmlp::model gmlp::common gmlp_torch)
+gmlp_use_torch_pch(fused_ops_bench)

@@ -1,6 +1,6 @@
 // Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_bf16.cc,
-// pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for several
-// instruction sets, with bf16 handled as its 16 bits.
+// gelu_bf16.cc, pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for
+// several instruction sets, with bf16 handled as its 16 bits.
 #ifndef GMLP_MODEL_CPU_KERNEL_UTIL_H_
 #define GMLP_MODEL_CPU_KERNEL_UTIL_H_
 
@@ -35,6 +35,43 @@ inline uint16_t FloatToBf16Bits(float f) {
   std::memcpy(&u, &f, sizeof(u));
   const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   return f != f ? static_cast<uint16_t>(0x7FC0) : rounded;
+}
+
+// exp(x) for x <= 0 (NaN stays NaN), within about 1 ulp: Cephes' expf. x is clamped at -87
+// (exp(-87) = 1.6e-38, the smallest power of two reached is 2^-126, a normal float), where a
+// softmax probability or a Gaussian density is zero for every purpose here. Plain float arithmetic
+// (no libm), so GCC vectorizes it; the rounding to the nearest integer is the 1.5 * 2^23 trick,
+// exact for |x log2 e| < 2^22.
+inline float ExpNonPositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = x * 1.44269504088896341f + kMagic;
+  const float k = shifted - kMagic;
+  int32_t k_bits;
+  std::memcpy(&k_bits, &shifted, sizeof(k_bits));
+  const int32_t ki = k_bits - 0x4B400000;  // the integer k from shifted's low mantissa bits
+  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  const uint32_t scale_bits = static_cast<uint32_t>(ki + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &scale_bits, sizeof(scale));
+  return y * scale;
+}
+
+// out[j] = the sum over blocks of parts[blk * d + j], added in block order: kernels that sum a
+// gradient over rows write one partial sum per fixed block of rows, so the total has the same
+// bits at any thread count.
+inline void SumBlocksInOrder(const float* parts, int64_t blocks, int64_t d, float* out) {
+  for (int64_t j = 0; j < d; ++j) out[j] = 0.0f;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    for (int64_t j = 0; j < d; ++j) out[j] += parts[blk * d + j];
+  }
 }
 
 // A contiguous bf16 tensor's elements as their bits, for the kernels' uint16_t loops.

@@ -73,12 +73,15 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
   const torch::Tensor h_ND = norm_(x_ND);
   torch::Tensor s_NG;
   if (split_) {
-    const torch::Tensor z1_NG = torch::gelu(in_z1_(h_ND));
-    const torch::Tensor z2_NG = torch::gelu(in_z2_(h_ND));
+    // Z1 is materialized only when the expanded attention reads it; otherwise LinearGelu makes
+    // Z1 and gates it in one step.
+    const bool expanded_attention = tiny_attention_ && config_.attn_input != "block";
+    const torch::Tensor z2_NG = LinearGelu(in_z2_, h_ND);
+    const torch::Tensor z1_NG = expanded_attention ? LinearGelu(in_z1_, h_ND) : torch::Tensor();
     torch::Tensor gate_NG = SpatialProjection(z2_NG, batch);
     if (tiny_attention_) {
       torch::Tensor qkv_N3A;
-      if (config_.attn_input == "block") {
+      if (!expanded_attention) {
         qkv_N3A = attn_qkv_(h_ND);
       } else {
         // Proj(Z) with Z = [Z1, Z2] never materialized: Z1 W[:, :g]^T + Z2 W[:, g:]^T + bias.
@@ -89,9 +92,9 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
       }
       gate_NG = gate_NG + TinyAttention(qkv_N3A, batch);
     }
-    s_NG = z1_NG * gate_NG;
+    s_NG = expanded_attention ? z1_NG * gate_NG : LinearGelu(in_z1_, h_ND, gate_NG);
   } else {
-    const torch::Tensor z_NF = torch::gelu(in_z_(h_ND));
+    const torch::Tensor z_NF = LinearGelu(in_z_, h_ND);
     torch::Tensor gate_NF = SpatialProjection(z_NF, batch);
     if (tiny_attention_) {
       gate_NF =

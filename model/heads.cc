@@ -35,7 +35,7 @@ MlmHeadImpl::MlmHeadImpl(const EncoderConfig& config, torch::Tensor tied_embeddi
 }
 
 torch::Tensor MlmHeadImpl::forward(torch::Tensor hidden_MD) {
-  const torch::Tensor h_MD = norm_(torch::gelu(dense_(hidden_MD)));
+  const torch::Tensor h_MD = norm_(LinearGelu(dense_, hidden_MD));
   return torch::linear(h_MD, tied_embedding_VD_, bias_);
 }
 

@@ -124,16 +124,9 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
                      db_parts + blk * d);
       }
     });
-    // The blocks' partial sums, added in block order.
-    torch::Tensor dw = torch::zeros({d}, w.options()), db = torch::zeros({d}, w.options());
-    float* dwp = dw.data_ptr<float>();
-    float* dbp = db.data_ptr<float>();
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      for (int64_t j = 0; j < d; ++j) {
-        dwp[j] += dw_parts[blk * d + j];
-        dbp[j] += db_parts[blk * d + j];
-      }
-    }
+    torch::Tensor dw = torch::empty({d}, w.options()), db = torch::empty({d}, w.options());
+    SumBlocksInOrder(dw_parts, blocks, d, dw.data_ptr<float>());
+    SumBlocksInOrder(db_parts, blocks, d, db.data_ptr<float>());
     return {dx, dw, db, torch::Tensor()};
   }
 };

@@ -1,6 +1,8 @@
 // LayerNorm, initialization and sequence-major batch helpers (see layers.h).
 #include "model/layers.h"
 
+#include "model/autocast.h"
+#include "model/gelu_bf16.h"
 #include "model/layer_norm_bf16.h"
 
 namespace gmlp::model {
@@ -27,6 +29,27 @@ torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
   linear->weight.normal_(0.0, std);
   linear->bias.zero_();
   return linear;
+}
+
+torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
+                         const torch::Tensor& gate) {
+  const torch::Tensor& w = linear->weight;
+  const torch::Tensor& b = linear->bias;
+  if (x.is_cpu() && b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16()) {
+    const torch::Tensor y = torch::linear(x, w);  // bf16 under autocast
+    if (y.scalar_type() == torch::kBFloat16) {
+      const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
+      if (!gate.defined()) return BiasGeluBf16(y_NF, b).view(y.sizes());
+      if (gate.scalar_type() == torch::kBFloat16) {
+        return BiasGeluGateBf16(y_NF, b, gate.reshape(y_NF.sizes())).view(y.sizes());
+      }
+      return BiasGeluBf16(y_NF, b).view(y.sizes()) * gate;
+    }
+    const torch::Tensor z = torch::gelu(y + b);
+    return gate.defined() ? z * gate : z;
+  }
+  const torch::Tensor z = torch::gelu(linear(x));
+  return gate.defined() ? z * gate : z;
 }
 
 SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype) {

@@ -36,6 +36,12 @@ TORCH_MODULE(LayerNorm);
 // Dense layer d_in -> d_out with weight ~ N(0, std^2) and zero bias (BERT's initialization).
 torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
 
+// GELU(linear(x)), or GELU(linear(x)) * gate when gate is defined. Under CPU bf16 autocast the
+// matmul runs without its bias and one kernel adds the bias, applies GELU and the gate
+// (gelu_bf16.h); elsewhere these are ATen's ops, as written.
+torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
+                         const torch::Tensor& gate = {});
+
 // Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
 inline int64_t LayerNormParams(int64_t dim) { return 2 * dim; }
 inline int64_t LinearParams(int64_t in, int64_t out) { return in * out + out; }

@@ -34,7 +34,7 @@ torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch&
   const torch::Tensor y_ND =
       torch::addmm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
   const torch::Tensor x1_ND = x_ND + Dropout(y_ND, dropout_, train);
-  const torch::Tensor c_ND = channel_out_(torch::gelu(channel_in_(channel_norm_(x1_ND))));
+  const torch::Tensor c_ND = channel_out_(LinearGelu(channel_in_, channel_norm_(x1_ND)));
   return x1_ND + Dropout(c_ND, dropout_, train);
 }
 

@@ -24,33 +24,6 @@ inline float Widen(uint16_t bf16) { return Bf16BitsToFloat(bf16); }
 inline void Store(float y, float* out) { *out = y; }
 inline void Store(float y, uint16_t* out) { *out = FloatToBf16Bits(y); }
 
-// exp(x) for x <= 0 (NaN stays NaN), within about 1 ulp: Cephes' expf. x is clamped at -87
-// (exp(-87) = 1.6e-38, the smallest power of two reached is 2^-126, a normal float), where a
-// softmax probability is zero for every purpose here. Plain float arithmetic (no libm), so
-// GCC vectorizes it; the rounding to the nearest integer is the 1.5 * 2^23 trick, exact for
-// |x log2 e| < 2^22.
-inline float ExpNonPositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  const float shifted = x * 1.44269504088896341f + kMagic;
-  const float k = shifted - kMagic;
-  int32_t k_bits;
-  std::memcpy(&k_bits, &shifted, sizeof(k_bits));
-  const int32_t ki = k_bits - 0x4B400000;  // the integer k from shifted's low mantissa bits
-  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * (r * r) + r + 1.0f;
-  const uint32_t scale_bits = static_cast<uint32_t>(ki + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &scale_bits, sizeof(scale));
-  return y * scale;
-}
-
 // The row's maximum and the first index holding it (lane by lane: each lane keeps its first
 // maximum; among lanes with the row's maximum, the smallest index wins). NaN never wins.
 template <typename T>

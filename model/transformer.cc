@@ -69,7 +69,7 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
-  auto ffn = [this](const torch::Tensor& h_ND) { return ffn_out_(torch::gelu(ffn_in_(h_ND))); };
+  auto ffn = [this](const torch::Tensor& h_ND) { return ffn_out_(LinearGelu(ffn_in_, h_ND)); };
   const bool train = is_training();
   if (pre_ln_) {
     const torch::Tensor y_ND =

@@ -1,0 +1,166 @@
+// gmlp's fused bf16 CPU kernels against the ATen ops they replace, forward + backward, at the
+// shapes a gmlp-tiny / gmlp-small training step runs them (32 x 128 rows):
+//
+//   layer_norm   model::LayerNormBf16 vs the casts it replaced: bf16 -> fp32, ATen's
+//                layer_norm, fp32 -> bf16 for the next matmul (the SGU's LayerNorm at d_ffn / 2,
+//                and a LayerNorm at d_model)
+//   gelu         model::BiasGeluBf16 vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
+//                gMLP's Z2 half; d_model, as the MLM head)
+//   gelu_gate    model::BiasGeluGateBf16 vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//
+// Each case alternates kernel and reference over rounds in one process and prints one JSON line
+// with the median milliseconds of each and their ratio, plus `copy_ms`: the time of copying the
+// case's bytes (inputs read, outputs written, forward and backward) once, the memory-bound floor.
+// With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
+//
+// Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30] [--ops=layer_norm,gelu,gelu_gate]
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "model/gelu_bf16.h"
+#include "model/layer_norm_bf16.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Leaves = std::vector<torch::Tensor>;
+using Op = std::function<torch::Tensor(const Leaves&)>;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Milliseconds per forward + backward of `op` on `leaves`, averaged over `iters`.
+double TimeMs(const Op& op, const Leaves& leaves, const torch::Tensor& dy, int iters) {
+  const auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    for (const torch::Tensor& t : leaves) t.mutable_grad() = torch::Tensor();
+    op(leaves).backward(dy);
+  }
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
+}
+
+// Milliseconds to copy `bytes` (read and write), averaged over `iters`: a memory-bound floor.
+double CopyMs(int64_t bytes, int iters) {
+  const torch::Tensor src = torch::ones({bytes / 4}, torch::kBFloat16);  // bytes / 2 each way
+  torch::Tensor dst = torch::empty_like(src);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) dst.copy_(src);
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
+}
+
+struct Case {
+  std::string op, shape;
+  int64_t rows, d;
+  Leaves leaves;
+  Op kernel, reference;
+  int64_t bytes;  // read + written by the kernel, forward and backward, counted once each
+};
+
+torch::Tensor Bf16Leaf(int64_t rows, int64_t d, double scale, double shift) {
+  return (torch::randn({rows, d}) * scale + shift).to(torch::kBFloat16).requires_grad_();
+}
+
+torch::Tensor FloatLeaf(int64_t d, double scale, double shift) {
+  return (torch::randn({d}) * scale + shift).requires_grad_();
+}
+
+std::vector<Case> Cases() {
+  using gmlp::model::BiasGeluBf16;
+  using gmlp::model::BiasGeluGateBf16;
+  using gmlp::model::LayerNormBf16;
+  std::vector<Case> cases;
+  const int64_t N = 32 * 128;
+  for (const auto& [shape, d] :
+       std::vector<std::pair<const char*, int64_t>>{{"gmlp-tiny sgu (d_ffn/2 = 384)", 384},
+                                                    {"gmlp-small sgu (d_ffn/2 = 768)", 768},
+                                                    {"d_model = 128", 128}}) {
+    const int64_t act = N * d * 2;  // one bf16 activation
+    cases.push_back({"layer_norm",
+                     shape,
+                     N,
+                     d,
+                     {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+                     [d = d](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); },
+                     [d = d](const Leaves& l) {
+                       return torch::layer_norm(l[0].to(torch::kFloat32), {d}, l[1], l[2], 1e-5)
+                           .to(torch::kBFloat16);
+                     },
+                     2 * act + 3 * act});  // x in, y out; x, dy in, dx out
+    cases.push_back({"gelu",
+                     shape,
+                     N,
+                     d,
+                     {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0)},
+                     [](const Leaves& l) { return BiasGeluBf16(l[0], l[1]); },
+                     [](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)); },
+                     2 * act + 3 * act});
+    cases.push_back(
+        {"gelu_gate",
+         shape,
+         N,
+         d,
+         {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0), Bf16Leaf(N, d, 0.1, 1)},
+         [](const Leaves& l) { return BiasGeluGateBf16(l[0], l[1], l[2]); },
+         [](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)) * l[2]; },
+         3 * act + 5 * act});  // y, gate in, out; y, gate, dout in, dy, dgate out
+  }
+  return cases;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, rounds = 7, iters = 30;
+  std::string ops = "layer_norm,gelu,gelu_gate";
+  for (int i = 1; i < argc; ++i) {
+    if (std::sscanf(argv[i], "--threads=%d", &threads) == 1) continue;
+    if (std::sscanf(argv[i], "--rounds=%d", &rounds) == 1) continue;
+    if (std::sscanf(argv[i], "--iters=%d", &iters) == 1) continue;
+    if (std::strncmp(argv[i], "--ops=", 6) == 0) {
+      ops = argv[i] + 6;
+      continue;
+    }
+    std::fprintf(stderr, "fused_ops_bench: unknown flag %s (--threads, --rounds, --iters, --ops)\n",
+                 argv[i]);
+    return 2;
+  }
+  gmlp::KeepFreedMemoryInProcess();  // as the trainer runs: no page faults on fresh buffers
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  for (const Case& c : Cases()) {
+    if (("," + ops + ",").find("," + c.op + ",") == std::string::npos) continue;
+    const torch::Tensor dy = torch::randn({c.rows, c.d}).to(torch::kBFloat16);
+    TimeMs(c.kernel, c.leaves, dy, 3);  // warm up both
+    TimeMs(c.reference, c.leaves, dy, 3);
+    std::vector<double> tk, tr, ratio, tc;
+    for (int r = 0; r < rounds; ++r) {
+      const bool kernel_first = r % 2 == 0;
+      const double a = TimeMs(kernel_first ? c.kernel : c.reference, c.leaves, dy, iters);
+      const double b = TimeMs(kernel_first ? c.reference : c.kernel, c.leaves, dy, iters);
+      tk.push_back(kernel_first ? a : b);
+      tr.push_back(kernel_first ? b : a);
+      ratio.push_back(tr.back() / tk.back());
+      tc.push_back(CopyMs(c.bytes, iters));
+    }
+    std::printf(
+        "{\"op\":\"%s\",\"shape\":\"%s\",\"rows\":%lld,\"d\":%lld,\"threads\":%d,"
+        "\"kernel_ms\":%.3f,\"reference_ms\":%.3f,\"speedup_median\":%.3f,\"speedup_min\":%.3f,"
+        "\"speedup_max\":%.3f,\"copy_ms\":%.3f}\n",
+        c.op.c_str(), c.shape.c_str(), static_cast<long long>(c.rows), static_cast<long long>(c.d),
+        threads, Median(tk), Median(tr), Median(ratio),
+        *std::min_element(ratio.begin(), ratio.end()),
+        *std::max_element(ratio.begin(), ratio.end()), Median(tc));
+    std::fflush(stdout);
+  }
+  return 0;
+}
