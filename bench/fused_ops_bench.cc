@@ -4,6 +4,8 @@
 //   layer_norm   model::LayerNormBf16 vs the casts it replaced: bf16 -> fp32, ATen's
 //                layer_norm, fp32 -> bf16 for the next matmul (the SGU's LayerNorm at d_ffn / 2,
 //                and a LayerNorm at d_model)
+//   layer_norm_f32_in  the same kernel on an fp32 input (a pre-LN block's LayerNorm), bf16 out,
+//                vs ATen's fp32 layer_norm and a cast to bf16
 //   gelu         model::BiasGeluBf16 vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
 //                gMLP's Z2 half; d_model, as the MLM head)
 //   gelu_gate    model::BiasGeluGateBf16 vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
@@ -13,7 +15,8 @@
 // case's bytes (inputs read, outputs written, forward and backward) once, the memory-bound floor.
 // With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
 //
-// Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30] [--ops=layer_norm,gelu,gelu_gate]
+// Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
+//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -114,6 +117,20 @@ std::vector<Case> Cases() {
          [](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)) * l[2]; },
          3 * act + 5 * act});  // y, gate in, out; y, gate, dout in, dy, dgate out
   }
+  // A pre-LN block's LayerNorm: the fp32 residual stream in, bf16 out for the matmuls, against
+  // ATen's fp32 layer_norm and one cast (a gMLP block casts it twice, once per matmul).
+  const int64_t d = 128, act = N * d * 2;
+  cases.push_back(
+      {"layer_norm_f32_in",
+       "d_model = 128",
+       N,
+       d,
+       {(torch::randn({N, d}) * 2).requires_grad_(), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+       [](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); },
+       [](const Leaves& l) {
+         return torch::layer_norm(l[0], {128}, l[1], l[2], 1e-5).to(torch::kBFloat16);
+       },
+       2 * act + act + 2 * act + act + 2 * act});  // x in, y out; x, dy in, dx out
   return cases;
 }
 
@@ -121,7 +138,7 @@ std::vector<Case> Cases() {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, iters = 30;
-  std::string ops = "layer_norm,gelu,gelu_gate";
+  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in";
   for (int i = 1; i < argc; ++i) {
     if (std::sscanf(argv[i], "--threads=%d", &threads) == 1) continue;
     if (std::sscanf(argv[i], "--rounds=%d", &rounds) == 1) continue;

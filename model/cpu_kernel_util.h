@@ -37,6 +37,13 @@ inline uint16_t FloatToBf16Bits(float f) {
   return f != f ? static_cast<uint16_t>(0x7FC0) : rounded;
 }
 
+// A kernel templated on its element type (float, or bf16 as uint16_t bits) reads and writes
+// through these: widened to float, and stored with one rounding.
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t bf16) { return Bf16BitsToFloat(bf16); }
+inline void Store(float v, float* out) { *out = v; }
+inline void Store(float v, uint16_t* out) { *out = FloatToBf16Bits(v); }
+
 // exp(x) for x <= 0 (NaN stays NaN), within about 1 ulp: Cephes' expf. x is clamped at -87
 // (exp(-87) = 1.6e-38, the smallest power of two reached is 2^-126, a normal float), where a
 // softmax probability or a Gaussian density is zero for every purpose here. Plain float arithmetic

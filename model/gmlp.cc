@@ -23,7 +23,7 @@ GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
   const int64_t d = config.d_model, f = config.d_ffn, g = GateWidth(config);
   const int64_t n_max = config.max_seq_len;
   const double std = config.init_std;
-  norm_ = register_module("norm", LayerNorm(d, config.layer_norm_eps));
+  norm_ = register_module("norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/true));
   if (split_) {
     in_z1_ = register_module("in_z1", MakeLinear(d, g, std));
     in_z2_ = register_module("in_z2", MakeLinear(d, g, std));

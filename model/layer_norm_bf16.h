@@ -14,8 +14,10 @@
 
 namespace gmlp::model {
 
-// x (N, d) bf16 on the CPU, weight and bias (d) float32: LayerNorm over d, bf16 (N, d).
-// Differentiable in all three.
+// x (N, d) bf16 or float32 on the CPU, weight and bias (d) float32: LayerNorm over d, bf16
+// (N, d). Differentiable in all three; x's gradient has x's dtype. A float32 x is the pre-LN
+// blocks' residual stream, whose normalized copy only feeds matmuls that autocast runs in bf16:
+// writing it in bf16 saves the fp32 output and the matmuls' casts of it (and their gradients').
 torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weight_D,
                             const torch::Tensor& bias_D, double eps);
 

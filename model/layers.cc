@@ -7,15 +7,18 @@
 
 namespace gmlp::model {
 
-LayerNormImpl::LayerNormImpl(int64_t dim, double eps) : dim_(dim), eps_(eps) {
+LayerNormImpl::LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls)
+    : dim_(dim), eps_(eps), feeds_matmuls_(feeds_matmuls) {
   weight = register_parameter("weight", torch::ones({dim}));
   bias = register_parameter("bias", torch::zeros({dim}));
 }
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   const auto type = x.scalar_type();
-  if (type == torch::kBFloat16 && x.is_cpu() && weight.scalar_type() == torch::kFloat32) {
-    // Read and written in bf16, computed in float (layer_norm_bf16.h): no casts around it.
+  const bool to_bf16 = type == torch::kBFloat16 ||
+                       (type == torch::kFloat32 && feeds_matmuls_ && CpuAutocastsToBf16());
+  if (to_bf16 && x.is_cpu() && weight.scalar_type() == torch::kFloat32) {
+    // Written in bf16, computed in float (layer_norm_bf16.h): no casts around it.
     return LayerNormBf16(x.reshape({-1, dim_}), weight, bias, eps_).view(x.sizes());
   }
   const torch::Tensor in =

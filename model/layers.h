@@ -19,10 +19,12 @@ namespace gmlp::model {
 // Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
 // autocast in LibTorch 1.13 would otherwise run it in bf16, which loses the small variances.
 // On the CPU a bf16 input gives a bf16 output (layer_norm_bf16.h: computed in float, no casts);
-// elsewhere the output is fp32.
+// elsewhere the output is fp32. A LayerNorm whose output only feeds matmuls (`feeds_matmuls`: a
+// pre-LN block's norms) also writes bf16 for an fp32 input on the CPU under bf16 autocast, the
+// dtype those matmuls would cast it to anyway.
 class LayerNormImpl : public torch::nn::Module {
  public:
-  LayerNormImpl(int64_t dim, double eps);
+  LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls = false);
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight, bias;
@@ -30,6 +32,7 @@ class LayerNormImpl : public torch::nn::Module {
  private:
   int64_t dim_;
   double eps_;
+  bool feeds_matmuls_;
 };
 TORCH_MODULE(LayerNorm);
 

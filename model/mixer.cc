@@ -16,7 +16,8 @@ MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dr
   token_out_weight_ =
       register_parameter("token_out_weight", torch::empty({n_max, t}).normal_(0.0, std));
   token_out_bias_ = register_parameter("token_out_bias", torch::zeros({n_max}));
-  channel_norm_ = register_module("channel_norm", LayerNorm(d, config.layer_norm_eps));
+  channel_norm_ =
+      register_module("channel_norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/true));
   channel_in_ = register_module("channel_in", MakeLinear(d, f, std));
   channel_out_ = register_module("channel_out", MakeLinear(f, d, std));
 }

@@ -19,11 +19,6 @@ namespace {
 // allowed to reassociate float sums, and every clone adds in the same order, so the same bits.
 constexpr int64_t kLanes = 16;
 
-inline float Widen(float x) { return x; }
-inline float Widen(uint16_t bf16) { return Bf16BitsToFloat(bf16); }
-inline void Store(float y, float* out) { *out = y; }
-inline void Store(float y, uint16_t* out) { *out = FloatToBf16Bits(y); }
-
 // The row's maximum and the first index holding it (lane by lane: each lane keeps its first
 // maximum; among lanes with the row's maximum, the smallest index wins). NaN never wins.
 template <typename T>

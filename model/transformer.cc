@@ -17,10 +17,12 @@ TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
   const double std = config.init_std;
   attn_qkv_ = register_module("attn_qkv", MakeLinear(d, 3 * d, std));
   attn_out_ = register_module("attn_out", MakeLinear(d, d, std));
-  attn_norm_ = register_module("attn_norm", LayerNorm(d, config.layer_norm_eps));
+  attn_norm_ = register_module(
+      "attn_norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/config.pre_ln));
   ffn_in_ = register_module("ffn_in", MakeLinear(d, f, std));
   ffn_out_ = register_module("ffn_out", MakeLinear(f, d, std));
-  ffn_norm_ = register_module("ffn_norm", LayerNorm(d, config.layer_norm_eps));
+  ffn_norm_ = register_module("ffn_norm",
+                              LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/config.pre_ln));
   if (config.position == "alibi") {
     const std::vector<double> slopes = AlibiSlopes(n_heads_);
     alibi_slopes_H11_ = register_buffer(

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "model/autocast.h"
 #include "model/layer_norm_bf16.h"
 #include "model/layers.h"
 
@@ -14,9 +15,11 @@ struct Grads {
   torch::Tensor y, dx, dw, db;
 };
 
-Grads Normalize(bool fused, const torch::Tensor& x0, const torch::Tensor& w0, const torch::Tensor& b0,
-          const torch::Tensor& dy) {
-  const auto dtype = fused ? torch::kBFloat16 : torch::kDouble;
+// fused: LayerNormBf16 on x0 as `fused_in` (bf16 or float32); else ATen in float64.
+Grads Normalize(bool fused, const torch::Tensor& x0, const torch::Tensor& w0,
+                const torch::Tensor& b0, const torch::Tensor& dy,
+                torch::Dtype fused_in = torch::kBFloat16) {
+  const auto dtype = fused ? fused_in : torch::kDouble;
   const torch::Tensor x = x0.to(dtype).clone().requires_grad_();  // fresh leaves
   const torch::Tensor w = w0.to(fused ? torch::kFloat : torch::kDouble).clone().requires_grad_();
   const torch::Tensor b = b0.to(fused ? torch::kFloat : torch::kDouble).clone().requires_grad_();
@@ -54,6 +57,31 @@ TEST(LayerNormBf16Test, MatchesFloat64OnTheSameValues) {
   }
 }
 
+// A float32 input (a pre-LN block's residual stream): the output is still bf16, the input
+// gradient float32, to float accuracy against float64 on the same values.
+TEST(LayerNormBf16Test, Float32InputGivesBf16OutputAndFloat32Gradient) {
+  torch::manual_seed(7);
+  for (const int64_t d : {5, 128, 300}) {
+    SCOPED_TRACE(d);
+    const int64_t N = 200;
+    const torch::Tensor x = torch::randn({N, d}) * 3 - 1;  // float32 values, not bf16-rounded
+    const torch::Tensor w = torch::randn({d}) * 0.5 + 1, b = torch::randn({d}) * 0.1;
+    const torch::Tensor dy = torch::randn({N, d}).to(torch::kBFloat16);
+    const torch::Tensor xf = x.clone().requires_grad_();
+    const torch::Tensor y = LayerNormBf16(xf, w, b, 1e-5);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    (y.to(torch::kDouble) * dy.to(torch::kDouble)).sum().backward();
+    EXPECT_EQ(xf.grad().scalar_type(), torch::kFloat32);
+    const Grads r = Normalize(false, x, w, b, dy);
+    const double bf16_ulp = 1.0 / 128;
+    EXPECT_TRUE(Near(y.to(torch::kDouble), r.y, bf16_ulp, 1e-3));
+    // Only float rounding now: no bf16 rounding of dx or of x.
+    EXPECT_TRUE(
+        Near(xf.grad().to(torch::kDouble), r.dx, 1e-4, 1e-5 * r.dx.abs().max().item<double>()))
+        << (xf.grad().to(torch::kDouble) - r.dx).abs().max();
+  }
+}
+
 TEST(LayerNormBf16Test, SameBitsForAnyThreadCount) {
   torch::manual_seed(6);
   const torch::Tensor x = torch::randn({517, 96}).to(torch::kBFloat16);
@@ -71,7 +99,8 @@ TEST(LayerNormBf16Test, SameBitsForAnyThreadCount) {
   EXPECT_TRUE(one.db.equal(many.db));
 }
 
-// The LayerNorm module: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out.
+// The LayerNorm module: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out, but
+// bf16 out under bf16 autocast when it only feeds matmuls.
 TEST(LayerNormBf16Test, LayerNormModuleUsesItForBf16) {
   LayerNorm norm(8, 1e-5);
   const torch::Tensor x = torch::randn({3, 4, 8});
@@ -81,6 +110,19 @@ TEST(LayerNormBf16Test, LayerNormModuleUsesItForBf16) {
   const torch::Tensor yf = norm(x.to(torch::kBFloat16).to(torch::kFloat));
   EXPECT_EQ(yf.scalar_type(), torch::kFloat);
   EXPECT_TRUE(torch::allclose(yb.to(torch::kFloat), yf, 1.0 / 64, 1e-2));
+
+  LayerNorm pre_matmul(8, 1e-5, /*feeds_matmuls=*/true);
+  EXPECT_EQ(pre_matmul(x).scalar_type(), torch::kFloat);  // autocast off
+  {
+    AutocastScope autocast(true);
+    const torch::Tensor y = pre_matmul(x);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    EXPECT_EQ(y.sizes(), x.sizes());
+    // Its weight and bias are still ones and zeros: the plain normalization.
+    const torch::Tensor ref = torch::layer_norm(x.to(torch::kDouble), {8}, {}, {}, 1e-5);
+    EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), ref, 1.0 / 128, 1e-3));
+    EXPECT_EQ(norm(x).scalar_type(), torch::kFloat);  // feeds_matmuls not set
+  }
 }
 
 }  // namespace
