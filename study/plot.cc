@@ -2,6 +2,7 @@
 #include "study/plot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -42,6 +43,32 @@ std::string EncoderColor(const std::string& encoder) {
 std::string ParamsLabel(int64_t n) {
   return n >= 1000000 ? absl::StrFormat("%.2fM", n / 1e6) : absl::StrFormat("%.0fk", n / 1e3);
 }
+
+}  // namespace
+
+std::string ParamsXTics(const std::set<int64_t>& params) {
+  std::vector<std::string> tics;
+  std::vector<int64_t> group;
+  auto flush = [&] {
+    if (group.size() == 1) {
+      tics.push_back(absl::StrCat("'", ParamsLabel(group[0]), "' ", group[0]));
+    } else if (group.size() > 1) {
+      const double mid = std::sqrt(static_cast<double>(group.front()) * group.back());
+      tics.push_back(absl::StrCat("'", ParamsLabel(group.front()), "-", ParamsLabel(group.back()),
+                                  "' ", std::llround(mid)));
+      for (int64_t p : group) tics.push_back(absl::StrCat("'' ", p, " 1"));
+    }
+    group.clear();
+  };
+  for (int64_t p : params) {
+    if (!group.empty() && static_cast<double>(p) > kTickGroupRatio * group.front()) flush();
+    group.push_back(p);
+  }
+  flush();
+  return absl::StrJoin(tics, ", ");
+}
+
+namespace {
 
 // Renders <dir>/<basename>.gp (the body drawn twice: PNG, then SVG) and moves the images into
 // place atomically.
@@ -113,8 +140,6 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
   }
   if (ticks.empty()) return absl::FailedPreconditionError("no finetuning scores to plot yet");
   GMLP_RETURN_IF_ERROR(MakeDirs(dir));
-  std::vector<std::string> tick_labels;
-  for (int64_t p : ticks) tick_labels.push_back(absl::StrCat("'", ParamsLabel(p), "' ", p));
   std::vector<std::string> panel_text;
   for (const auto& ts : panels_order) {
     std::vector<std::string> plots;
@@ -157,7 +182,7 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
       " title 'Finetuning score vs parameters (mean over seeds, bars: 95% interval over seeds "
       "and test examples)'\n",
       "set logscale x 10\nset xrange [", *ticks.begin() / 1.3, ":", *ticks.rbegin() * 1.3, "]\n",
-      "set xtics (", absl::StrJoin(tick_labels, ", "), ") rotate by 30 right\n",
+      "set xtics (", ParamsXTics(ticks), ") rotate by 30 right\n",
       "set xlabel 'parameters (log scale)'\nset ylabel 'score (points)'\n",
       "set key top left reverse Left samplen 2 font ',8'\nset grid\n",
       "set offsets graph 0, graph 0, graph 0.15, graph 0.15\n", absl::StrJoin(panel_text, ""),

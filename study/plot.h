@@ -1,13 +1,15 @@
 // The study's plots, as gnuplot scripts plus data files rendered to PNG and SVG:
 //   - accuracy vs parameters: one panel per task split (the probe included), one line per
 //     encoder, the mean over seeds with its 95% interval (study/stats.h) as error bars, the
-//     parameter axis labelled with each cell's count, and the floors as horizontal lines (the
-//     majority class; the second-segment-only control on pair tasks);
+//     parameter axis labelled with the cells' counts (ParamsXTics), and the floors as horizontal
+//     lines (the majority class; the second-segment-only control on pair tasks);
 //   - learning curves: held-out MLM loss against pretraining step, one line per cell, and the
 //     context-free floor (data::ContextFreeMlmLoss) as a horizontal line when it is known.
 #ifndef GMLP_STUDY_PLOT_H_
 #define GMLP_STUDY_PLOT_H_
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,13 @@
 #include "study/results_table.h"
 
 namespace gmlp::study {
+
+// The parameter axis's gnuplot tics ("'1.76M' 1760000, ..."): one labelled tic per count, but
+// counts within kTickGroupRatio of the first of their group (the encoders of one size, matched
+// in parameters) share one label "lo-hi" at their geometric middle, each drawn as an unlabelled
+// minor tic, so labels never overlap.
+constexpr double kTickGroupRatio = 1.25;
+std::string ParamsXTics(const std::set<int64_t>& params);
 
 // Writes <dir>/<basename>.gp and its data files from results.csv's rows and runs gnuplot. Returns
 // an error naming the missing gnuplot (install gnuplot-nox) or its message if rendering fails;

@@ -81,6 +81,18 @@ std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
 
+// Counts of one size (within 1.25x) share one label at their geometric middle, each an
+// unlabelled minor tic; a count alone keeps its own label. (The cpu-3h plot's labels overlapped:
+// 1.76M, 1.80M, 1.85M, 1.91M at one size.)
+TEST(StudyReportTest, ParameterAxisGroupsCountsOfOneSize) {
+  EXPECT_EQ(ParamsXTics({1760000, 1910000, 3050000, 3280000, 950000}),
+            "'950k' 950000, '1.76M-1.91M' 1833467, '' 1760000 1, '' 1910000 1, "
+            "'3.05M-3.28M' 3162910, '' 3050000 1, '' 3280000 1");
+  EXPECT_EQ(ParamsXTics({1000000, 1250000, 1250001}),
+            "'1.00M-1.25M' 1118034, '' 1000000 1, '' 1250000 1, '1.25M' 1250001");
+  EXPECT_EQ(ParamsXTics({}), "");
+}
+
 TEST(StudyReportTest, CellJsonRoundTrip) {
   CellResult c = Cell("transformer", "tiny", 123, 0.7, 0.6);
   c.encoder = "transformer";
@@ -366,8 +378,9 @@ TEST(StudyReportTest, WritesCsvReportAndPlots) {
   EXPECT_EQ(png->substr(1, 3), "PNG");
   auto gp = ReadFile(JoinPath(dir, "plot/accuracy_vs_params.gp"));
   ASSERT_TRUE(gp.ok());
-  // The parameter axis is labelled with the cells' counts; the floors are drawn.
-  EXPECT_NE(gp->find("'1.00M' 1000000"), std::string::npos) << *gp;
+  // The parameter axis is labelled with the cells' counts (one range per size, each count a
+  // minor tic); the floors are drawn.
+  EXPECT_NE(gp->find("'1.00M-1.20M' 1095445, '' 1000000 1"), std::string::npos) << *gp;
   EXPECT_NE(gp->find("title 'majority class'"), std::string::npos);
   // The second-segment control is drawn per baseline size, not pooled over sizes.
   EXPECT_NE(gp->find("title 'second segment only (Transformer-tiny)'"), std::string::npos);
