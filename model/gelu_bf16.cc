@@ -90,7 +90,7 @@ void BackwardRows(const uint16_t* y, const float* b, const uint16_t* gate, const
   }
 }
 
-const uint16_t* BitsOrNull(const torch::Tensor& t) { return t.defined() ? Bf16Bits(t) : nullptr; }
+uint16_t* BitsOrNull(const torch::Tensor& t) { return t.defined() ? Bf16Bits(t) : nullptr; }
 
 class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
  public:
@@ -131,7 +131,7 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
       for (int64_t blk = first; blk < last; ++blk) {
         BackwardRows(Bf16Bits(y), b.data_ptr<float>(), BitsOrNull(gate), Bf16Bits(dout), F,
                      blk * kBlockRows, std::min(N, (blk + 1) * kBlockRows), Bf16Bits(dy),
-                     dgate.defined() ? Bf16Bits(dgate) : nullptr, db_parts + blk * F);
+                     BitsOrNull(dgate), db_parts + blk * F);
       }
     });
     torch::Tensor db = torch::empty({F}, b.options());

@@ -36,22 +36,22 @@ torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
 
 torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
                          const torch::Tensor& gate) {
-  const torch::Tensor& w = linear->weight;
   const torch::Tensor& b = linear->bias;
+  torch::Tensor z;
   if (x.is_cpu() && b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16()) {
-    const torch::Tensor y = torch::linear(x, w);  // bf16 under autocast
-    if (y.scalar_type() == torch::kBFloat16) {
+    const torch::Tensor y = torch::linear(x, linear->weight);  // bf16 under autocast
+    if (y.scalar_type() != torch::kBFloat16) {  // an input autocast leaves alone (float64)
+      z = torch::gelu(y + b);
+    } else {
       const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
-      if (!gate.defined()) return BiasGeluBf16(y_NF, b).view(y.sizes());
-      if (gate.scalar_type() == torch::kBFloat16) {
+      if (gate.defined() && gate.scalar_type() == torch::kBFloat16) {
         return BiasGeluGateBf16(y_NF, b, gate.reshape(y_NF.sizes())).view(y.sizes());
       }
-      return BiasGeluBf16(y_NF, b).view(y.sizes()) * gate;
+      z = BiasGeluBf16(y_NF, b).view(y.sizes());
     }
-    const torch::Tensor z = torch::gelu(y + b);
-    return gate.defined() ? z * gate : z;
+  } else {
+    z = torch::gelu(linear(x));
   }
-  const torch::Tensor z = torch::gelu(linear(x));
   return gate.defined() ? z * gate : z;
 }
 
