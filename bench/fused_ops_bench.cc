@@ -9,6 +9,9 @@
 //   gelu         model::BiasGeluBf16 vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
 //                gMLP's Z2 half; d_model, as the MLM head)
 //   gelu_gate    model::BiasGeluGateBf16 vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
+//                autocast (aMLP's tiny attention, one 64-wide head over 128 positions, a quarter
+//                of the keys padded in half the sequences)
 //
 // Each case alternates kernel and reference over rounds in one process and prints one JSON line
 // with the median milliseconds of each and their ratio, plus `copy_ms`: the time of copying the
@@ -16,11 +19,12 @@
 // With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
 //
 // Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
-//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in]
+//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention]
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -28,6 +32,8 @@
 #include <vector>
 
 #include "common/process.h"
+#include "model/attention_bf16.h"
+#include "model/autocast.h"
 #include "model/gelu_bf16.h"
 #include "model/layer_norm_bf16.h"
 
@@ -131,6 +137,29 @@ std::vector<Case> Cases() {
          return torch::layer_norm(l[0], {128}, l[1], l[2], 1e-5).to(torch::kBFloat16);
        },
        2 * act + act + 2 * act + act + 2 * act});  // x in, y out; x, dy in, dx out
+  // aMLP-tiny's tiny attention: q|k|v (N, 3a) in, (N, a) out, as gmlp.cc wrote it before the
+  // kernel (the key bias is float32, as the encoders build it under autocast).
+  const int64_t n = 128, B = N / n, a = 64;
+  torch::Tensor key_bias = torch::zeros({B, 1, n});
+  key_bias.narrow(0, 0, B / 2).narrow(2, 3 * n / 4, n / 4).fill_(-1e9);
+  cases.push_back(
+      {"attention",
+       "amlp-tiny (n = 128, a = 64)",
+       N,
+       a,
+       {Bf16Leaf(N, 3 * a, 1, 0)},
+       [=](const Leaves& l) { return gmlp::model::TinyAttentionBf16(l[0], n, B, key_bias); },
+       [=](const Leaves& l) {
+         gmlp::model::AutocastScope autocast(true);
+         const auto qkv = l[0].view({n, B, 3, a}).unbind(2);
+         const torch::Tensor q = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
+         const torch::Tensor scores =
+             torch::matmul(q, qkv[1].transpose(0, 1).transpose(1, 2)) + key_bias;
+         return torch::matmul(torch::softmax(scores, -1), qkv[2].transpose(0, 1))
+             .transpose(0, 1)
+             .reshape({n * B, a});
+       },
+       (N * 3 * a + N * a) * 2 * 2});  // q|k|v in, out; dout in, dq|dk|dv out
   return cases;
 }
 
@@ -138,7 +167,7 @@ std::vector<Case> Cases() {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, iters = 30;
-  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in";
+  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention";
   for (int i = 1; i < argc; ++i) {
     if (std::sscanf(argv[i], "--threads=%d", &threads) == 1) continue;
     if (std::sscanf(argv[i], "--rounds=%d", &rounds) == 1) continue;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "model/arch.h"
+#include "model/attention_bf16.h"
 #include "model/dropout.h"
 
 namespace gmlp::model {
@@ -57,6 +58,9 @@ torch::Tensor GmlpBlockImpl::SpatialProjection(const torch::Tensor& z_NG, const 
 
 torch::Tensor GmlpBlockImpl::TinyAttention(const torch::Tensor& qkv_N3A, const SeqBatch& batch) {
   const int64_t n = batch.n, B = batch.B, a = config_.attn_size;
+  if (qkv_N3A.is_cpu() && qkv_N3A.scalar_type() == torch::kBFloat16) {
+    return attn_out_(TinyAttentionBf16(qkv_N3A, n, B, batch.key_bias_B1N));
+  }
   // unbind's backward stacks the three gradients (no zero-filled full-size buffers).
   const auto qkv = qkv_N3A.view({n, B, 3, a}).unbind(2);  // 3 x (n, B, a)
   const torch::Tensor q_BnA = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));

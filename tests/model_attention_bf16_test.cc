@@ -70,8 +70,8 @@ TEST_P(AttentionBf16Test, MatchesFloat64CompositionOnTheSameValues) {
     std::vector<int64_t> lengths;  // empty: no padding
   };
   // 128 x 64 as aMLP-tiny runs it; odd lengths and widths exercise every tail and pad.
-  const std::vector<Shape> shapes = {{128, 2, 64, {}},   {128, 3, 64, {128, 77, 1}},
-                                     {7, 3, 5, {}},      {7, 3, 5, {7, 4, 6}},
+  const std::vector<Shape> shapes = {{128, 2, 64, {}},      {128, 3, 64, {128, 77, 1}},
+                                     {7, 3, 5, {}},         {7, 3, 5, {7, 4, 6}},
                                      {33, 2, 17, {20, 33}}, {50, 1, 48, {}}};
   for (const Shape& s : shapes) {
     SCOPED_TRACE(::testing::Message() << "n " << s.n << " B " << s.B << " a " << s.a
