@@ -7,11 +7,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <vector>
 
 #include "model/attention_bf16.h"
 
 namespace gmlp::model {
+
+// Test names and failure messages say which GEMM ran.
+void PrintTo(AttentionGemm gemm, std::ostream* os) {
+  *os << (gemm == AttentionGemm::kAuto ? "auto" : "portable");
+}
+
 namespace {
 
 struct Result {
