@@ -24,6 +24,9 @@
 
 #include "model/cpu_kernel_util.h"
 
+// Two bf16 read as one 32-bit word hold the first in the low half (PairRows, the packing).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attention_bf16.cc assumes little-endian");
+
 namespace gmlp::model {
 namespace {
 
@@ -172,16 +175,16 @@ void PackRows(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols, u
 }
 
 // The pair form of B = X^T, X (rows x cols, stride src_ld): dst[p][j] = (X[j][2p], X[j][2p+1]),
-// (cols+1)/2 rows of `rows` words.
+// (cols+1)/2 rows of `rows` words. A pair of X's row is one word: this is a transpose of words.
 GMLP_VECTOR_CLONES
 void PackPairsOfTransposed(const uint16_t* src, int64_t src_ld, int64_t rows, int64_t cols,
                            uint32_t* dst) {
-  const int64_t k2 = (cols + 1) / 2;
+  const int64_t whole = cols / 2;
   for (int64_t j = 0; j < rows; ++j) {
     const uint16_t* x = src + j * src_ld;
-    for (int64_t p = 0; p < k2; ++p) {
-      dst[p * rows + j] = Pair(x[2 * p], 2 * p + 1 < cols ? x[2 * p + 1] : uint16_t{0});
-    }
+    for (int64_t p = 0; p < whole; ++p)
+      std::memcpy(dst + p * rows + j, x + 2 * p, sizeof(uint32_t));
+    if (cols % 2 == 1) dst[whole * rows + j] = x[cols - 1];
   }
 }
 
