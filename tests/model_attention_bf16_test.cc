@@ -5,12 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "model/attention_bf16.h"
+#include "tests/model_test_util.h"
 
 namespace gmlp::model {
 
@@ -105,12 +106,8 @@ TEST_P(AttentionBf16Test, SameBitsForAnyThreadCount) {
   const torch::Tensor qkv = torch::randn({n * B, 3 * a}).to(torch::kBFloat16);
   const torch::Tensor dout = torch::randn({n * B, a}).to(torch::kBFloat16);
   const torch::Tensor bias = KeyBias({45, 30, 12, 45, 1}, n);
-  const int threads = torch::get_num_threads();
-  torch::set_num_threads(1);
-  const Result one = Attend(true, qkv, n, B, bias, dout);
-  torch::set_num_threads(std::max(2, threads));
-  const Result many = Attend(true, qkv, n, B, bias, dout);
-  torch::set_num_threads(threads);
+  const auto [one, many] =
+      testing::AtOneAndManyThreads([&] { return Attend(true, qkv, n, B, bias, dout); });
   EXPECT_TRUE(one.out.equal(many.out));
   EXPECT_TRUE(one.dqkv.equal(many.dqkv));
 }

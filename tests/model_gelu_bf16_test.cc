@@ -12,6 +12,7 @@
 #include "model/autocast.h"
 #include "model/gelu_bf16.h"
 #include "model/layers.h"
+#include "tests/model_test_util.h"
 
 namespace gmlp::model {
 namespace {
@@ -61,7 +62,7 @@ TEST(GeluBf16Test, MatchesFloat64CompositionOnTheSameValues) {
   const double bf16_ulp = 1.0 / 128;  // relative spacing of bf16
   for (const bool gated : {false, true}) {
     for (const int64_t F : {1, 7, 16, 100, 384}) {  // below, at and off the vector widths
-      SCOPED_TRACE(testing::Message() << "gated " << gated << " F " << F);
+      SCOPED_TRACE(::testing::Message() << "gated " << gated << " F " << F);
       const int64_t N = 300;  // several 64-row blocks and a partial one
       const torch::Tensor y = Inputs(N, F);
       const torch::Tensor b = torch::randn({F}) * 0.1;
@@ -89,12 +90,8 @@ TEST(GeluBf16Test, SameBitsForAnyThreadCount) {
   const torch::Tensor b = torch::randn({96});
   const torch::Tensor gate = torch::randn({517, 96}).to(torch::kBFloat16);
   const torch::Tensor dout = torch::randn({517, 96}).to(torch::kBFloat16);
-  const int threads = torch::get_num_threads();
-  torch::set_num_threads(1);
-  const Result one = Activate(true, true, y, b, gate, dout);
-  torch::set_num_threads(std::max(2, threads));
-  const Result many = Activate(true, true, y, b, gate, dout);
-  torch::set_num_threads(threads);
+  const auto [one, many] =
+      testing::AtOneAndManyThreads([&] { return Activate(true, true, y, b, gate, dout); });
   EXPECT_TRUE(one.out.equal(many.out));
   EXPECT_TRUE(one.dy.equal(many.dy));
   EXPECT_TRUE(one.db.equal(many.db));

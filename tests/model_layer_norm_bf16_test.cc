@@ -7,6 +7,7 @@
 #include "model/autocast.h"
 #include "model/layer_norm_bf16.h"
 #include "model/layers.h"
+#include "tests/model_test_util.h"
 
 namespace gmlp::model {
 namespace {
@@ -87,12 +88,8 @@ TEST(LayerNormBf16Test, SameBitsForAnyThreadCount) {
   const torch::Tensor x = torch::randn({517, 96}).to(torch::kBFloat16);
   const torch::Tensor w = torch::rand({96}) + 0.5, b = torch::randn({96});
   const torch::Tensor dy = torch::randn({517, 96}).to(torch::kBFloat16);
-  const int threads = torch::get_num_threads();
-  torch::set_num_threads(1);
-  const Grads one = Normalize(true, x, w, b, dy);
-  torch::set_num_threads(std::max(2, threads));
-  const Grads many = Normalize(true, x, w, b, dy);
-  torch::set_num_threads(threads);
+  const auto [one, many] =
+      testing::AtOneAndManyThreads([&] { return Normalize(true, x, w, b, dy); });
   EXPECT_TRUE(one.y.equal(many.y));
   EXPECT_TRUE(one.dx.equal(many.dx));
   EXPECT_TRUE(one.dw.equal(many.dw));
