@@ -12,6 +12,8 @@
 //   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
 //                autocast (aMLP's tiny attention, one 64-wide head over 128 positions, a quarter
 //                of the keys padded in half the sequences)
+//   attention_heads  model::AttentionBf16 as transformer-tiny runs it in training (2 heads of 64,
+//                ALiBi, the same padding, dropout 0.1 on the probabilities) vs its ATen composition
 //
 // Each case alternates kernel and reference over rounds in one process and prints one JSON line
 // with the median milliseconds of each and their ratio, plus `copy_ms`: the time of copying the
@@ -19,7 +21,8 @@
 // With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
 //
 // Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
-//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention]
+//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention,
+//                         attention_heads]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include "common/process.h"
 #include "model/attention_bf16.h"
 #include "model/autocast.h"
+#include "model/dropout.h"
 #include "model/gelu_bf16.h"
 #include "model/layer_norm_bf16.h"
 
@@ -160,6 +164,36 @@ std::vector<Case> Cases() {
              .reshape({n * B, a});
        },
        (N * 3 * a + N * a) * 2 * 2});  // q|k|v in, out; dout in, dq|dk|dv out
+  // transformer-tiny's self-attention in training: 2 heads of 64 (d = 128), ALiBi, dropout 0.1,
+  // against transformer.cc's ATen composition with model::Dropout.
+  const int64_t H = 2, hd = H * a;
+  const torch::Tensor pos = torch::arange(n, torch::kFloat);
+  const torch::Tensor slopes = torch::tensor({0.0625f, 0.00390625f}).view({H, 1, 1});
+  const torch::Tensor distance = (pos.view({1, n}) - pos.view({n, 1})).abs();
+  const torch::Tensor alibi = -(slopes * distance);
+  cases.push_back({"attention_heads",
+                   "transformer-tiny (2 heads of 64, ALiBi, dropout 0.1)",
+                   N,
+                   hd,
+                   {Bf16Leaf(N, 3 * hd, 1, 0)},
+                   [=](const Leaves& l) {
+                     return gmlp::model::AttentionBf16(l[0], n, B, H, key_bias, alibi, 0.1, true);
+                   },
+                   [=](const Leaves& l) {
+                     gmlp::model::AutocastScope autocast(true);
+                     const auto qkv = l[0].view({n, B, 3, H, a}).unbind(2);
+                     const torch::Tensor q =
+                         qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(a)));
+                     torch::Tensor scores = torch::matmul(q, qkv[1].permute({1, 2, 3, 0}));
+                     scores = scores - (slopes * distance).to(scores.scalar_type());
+                     scores = scores + key_bias.unsqueeze(1);
+                     const torch::Tensor probs =
+                         gmlp::model::Dropout(torch::softmax(scores, -1), 0.1, true);
+                     return torch::matmul(probs, qkv[2].permute({1, 2, 0, 3}))
+                         .permute({2, 0, 1, 3})
+                         .reshape({n * B, hd});
+                   },
+                   (N * 3 * hd + N * hd) * 2 * 2});
   return cases;
 }
 
@@ -167,7 +201,7 @@ std::vector<Case> Cases() {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, iters = 30;
-  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention";
+  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention,attention_heads";
   for (int i = 1; i < argc; ++i) {
     if (std::sscanf(argv[i], "--threads=%d", &threads) == 1) continue;
     if (std::sscanf(argv[i], "--rounds=%d", &rounds) == 1) continue;

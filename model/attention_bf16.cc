@@ -23,6 +23,7 @@
 #endif
 
 #include "model/cpu_kernel_util.h"
+#include "model/dropout.h"
 
 // Two bf16 read as one 32-bit word hold the first in the low half (PairRows, the packing).
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attention_bf16.cc assumes little-endian");
@@ -242,16 +243,19 @@ inline float SumOf(const float* x, int64_t n) {
   return sum;
 }
 
-// Row-wise softmax of scale * S + bias into P (bf16, n x n2, padding column zero).
+// Row-wise softmax of scale * S + score_bias + key_bias into P (bf16, n x n2, padding column
+// zero). score_bias (n x n, this head's) and key_bias (n, this sequence's) may be null.
 GMLP_VECTOR_CLONES
-void SoftmaxRows(const float* S, const float* bias, int64_t n, int64_t n2, float scale, uint16_t* P,
-                 float* e) {
+void SoftmaxRows(const float* S, const float* score_bias, const float* key_bias, int64_t n,
+                 int64_t n2, float scale, uint16_t* P, float* e) {
   for (int64_t i = 0; i < n; ++i) {
     const float* s = S + i * n;
-    if (bias != nullptr) {
-      for (int64_t j = 0; j < n; ++j) e[j] = s[j] * scale + bias[j];
-    } else {
-      for (int64_t j = 0; j < n; ++j) e[j] = s[j] * scale;
+    for (int64_t j = 0; j < n; ++j) e[j] = s[j] * scale;
+    if (score_bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) e[j] += score_bias[i * n + j];
+    }
+    if (key_bias != nullptr) {
+      for (int64_t j = 0; j < n; ++j) e[j] += key_bias[j];
     }
     const float m = MaxOf(e, n);
     for (int64_t j = 0; j < n; ++j) {
@@ -263,6 +267,39 @@ void SoftmaxRows(const float* S, const float* bias, int64_t n, int64_t n2, float
     uint16_t* p = P + i * n2;
     for (int64_t j = 0; j < n; ++j) p[j] = FloatToBf16Bits(e[j] * inv);
     if (n2 > n) p[n] = 0;
+  }
+}
+
+// Dropout on the probabilities, as model::Dropout applies it to the contiguous (B, H, n, n)
+// tensor: element (i, j) of this task is element base + i * n + j there.
+struct ProbDropout {
+  bool on = false;
+  uint64_t seed = 0, threshold = 0;
+  float scale = 1.0f;
+};
+
+// out = P with dropout (bf16, n x n2, padding column zero): each kept value scaled in float and
+// rounded once, as Dropout's bf16 loop does.
+GMLP_VECTOR_CLONES
+void DropRows(const uint16_t* P, int64_t n, int64_t n2, uint64_t seed, uint64_t threshold,
+              float scale, int64_t base, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t* p = P + i * n2;
+    uint16_t* o = out + i * n2;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint16_t v = FloatToBf16Bits(Bf16BitsToFloat(p[j]) * scale);
+      o[j] = DropoutKeeps(seed, base + i * n + j, threshold) ? v : uint16_t{0};
+    }
+    if (n2 > n) o[n] = 0;
+  }
+}
+
+// The gradient through the dropout: dP (n x n, float) times the mask and scale, in place.
+GMLP_VECTOR_CLONES
+void MaskGradRows(float* dP, int64_t n, uint64_t seed, uint64_t threshold, float scale,
+                  int64_t base) {
+  for (int64_t i = 0; i < n * n; ++i) {
+    dP[i] = DropoutKeeps(seed, base + i, threshold) ? dP[i] * scale : 0.0f;
   }
 }
 
@@ -291,9 +328,9 @@ void SoftmaxBackwardRows(const uint16_t* P, float* dP, int64_t n, int64_t n2, fl
   }
 }
 
-// The per-thread buffers of one sequence's forward or backward.
+// The per-thread buffers of one task's forward or backward.
 struct Scratch {
-  std::vector<uint16_t> a_op, ds;  // A operands, row-major
+  std::vector<uint16_t> a_op, ds, dropped;  // A operands, row-major
   std::vector<uint32_t> a_pairs;   // an A operand as the pair form of its transpose
   std::vector<uint32_t> b_op;      // a B operand in pair form
   std::vector<float> c, dp, row;
@@ -301,6 +338,7 @@ struct Scratch {
     const int64_t n2 = n + (n & 1), a2 = a + (a & 1);
     a_op.resize(n * a2);
     ds.resize(n * n2);
+    dropped.resize(n * n2);
     a_pairs.resize((n2 / 2) * n);
     b_op.resize(std::max((a2 / 2) * n, (n2 / 2) * a));
     c.resize(n * std::max(n, a));
@@ -309,38 +347,65 @@ struct Scratch {
   }
 };
 
-class TinyAttentionFunction : public torch::autograd::Function<TinyAttentionFunction> {
+// Where task (b, h) reads and writes: H heads of width k; q|k|v rows of width 3Hk, head h's q,
+// k and v at columns h k, Hk + h k and 2Hk + h k; output rows of width Hk, head h at h k.
+struct Geometry {
+  int64_t n, B, H, k;
+  int64_t n2() const { return n + (n & 1); }
+  int64_t k2() const { return k + (k & 1); }
+  int64_t width() const { return 3 * H * k; }
+  int64_t ld() const { return width() * B; }  // between one sequence's positions in q|k|v
+  int64_t q_offset(int64_t b, int64_t h) const { return b * width() + h * k; }
+};
+
+class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
  public:
-  // bias_Bn: (B, n) float32, or empty for no padding.
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_N3A,
-                               const torch::Tensor& bias_Bn, int64_t n, int64_t B) {
-    const torch::Tensor qkv = qkv_N3A.contiguous();
-    const int64_t a = qkv.size(1) / 3, n2 = n + (n & 1), a2 = a + (a & 1), ld = 3 * a * B;
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a)));
-    torch::Tensor out = torch::empty({n * B, a}, qkv.options());
-    torch::Tensor probs = torch::empty({B, n, n2}, qkv.options());
+  // key_bias_Bn: (B, n) float32; score_bias_Hnn: (H, n, n) float32; either empty for none.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_NW,
+                               const torch::Tensor& key_bias_Bn,
+                               const torch::Tensor& score_bias_Hnn, int64_t n, int64_t B, int64_t H,
+                               double dropout, int64_t seed) {
+    const torch::Tensor qkv = qkv_NW.contiguous();
+    const Geometry g{n, B, H, qkv.size(1) / (3 * H)};
+    const int64_t n2 = g.n2(), k = g.k, k2 = g.k2(), ld = g.ld();
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(k)));
+    const ProbDropout drop = MakeDropout(dropout, seed);
+    torch::Tensor out = torch::empty({n * B, H * k}, qkv.options());
+    torch::Tensor probs = torch::empty({B * H, n, n2}, qkv.options());
     const uint16_t* x = Bf16Bits(qkv);
-    const float* bias = bias_Bn.numel() > 0 ? bias_Bn.data_ptr<float>() : nullptr;
-    at::parallel_for(0, B, 1, [&](int64_t first, int64_t last) {
-      Scratch s(n, a);
-      for (int64_t b = first; b < last; ++b) {
-        const uint16_t* q = x + b * 3 * a;  // row i of this sequence's q|k|v at q + i * ld
-        uint16_t* p = Bf16Bits(probs) + b * n * n2;
-        // S = q k^T, P = softmax(scale S + bias).
-        PackRows(q, ld, n, a, s.a_op.data(), a2);
-        PackPairsOfTransposed(q + a, ld, n, a, s.b_op.data());
-        Gemm(n, n, a2 / 2, RowMajor(s.a_op.data(), a2), s.b_op.data(), n, s.c.data(), n);
-        SoftmaxRows(s.c.data(), bias != nullptr ? bias + b * n : nullptr, n, n2, scale, p,
+    const float* key_bias = key_bias_Bn.numel() > 0 ? key_bias_Bn.data_ptr<float>() : nullptr;
+    const float* score_bias =
+        score_bias_Hnn.numel() > 0 ? score_bias_Hnn.data_ptr<float>() : nullptr;
+    at::parallel_for(0, B * H, 1, [&](int64_t first, int64_t last) {
+      Scratch s(n, k);
+      for (int64_t t = first; t < last; ++t) {
+        const int64_t b = t / H, h = t % H;
+        const uint16_t* q = x + g.q_offset(b, h);  // row i of its q at q + i * ld
+        uint16_t* p = Bf16Bits(probs) + t * n * n2;
+        // S = q k^T, P = softmax(scale S + biases).
+        PackRows(q, ld, n, k, s.a_op.data(), k2);
+        PackPairsOfTransposed(q + H * k, ld, n, k, s.b_op.data());
+        Gemm(n, n, k2 / 2, RowMajor(s.a_op.data(), k2), s.b_op.data(), n, s.c.data(), n);
+        SoftmaxRows(s.c.data(), score_bias != nullptr ? score_bias + h * n * n : nullptr,
+                    key_bias != nullptr ? key_bias + b * n : nullptr, n, n2, scale, p,
                     s.row.data());
-        // O = P v.
-        PackPairsOfRows(q + 2 * a, ld, n, a, s.b_op.data());
-        Gemm(n, a, n2 / 2, RowMajor(p, n2), s.b_op.data(), a, s.c.data(), a);
-        ScatterRows(s.c.data(), n, a, B, b, a, 0, Bf16Bits(out));
+        // O = dropout(P) v.
+        const uint16_t* pv = p;
+        if (drop.on) {
+          DropRows(p, n, n2, drop.seed, drop.threshold, drop.scale, t * n * n, s.dropped.data());
+          pv = s.dropped.data();
+        }
+        PackPairsOfRows(q + 2 * H * k, ld, n, k, s.b_op.data());
+        Gemm(n, k, n2 / 2, RowMajor(pv, n2), s.b_op.data(), k, s.c.data(), k);
+        ScatterRows(s.c.data(), n, k, B, b, H * k, h * k, Bf16Bits(out));
       }
     });
     ctx->save_for_backward({qkv, probs});
     ctx->saved_data["n"] = n;
     ctx->saved_data["B"] = B;
+    ctx->saved_data["H"] = H;
+    ctx->saved_data["dropout"] = dropout;
+    ctx->saved_data["seed"] = seed;
     return out;
   }
 
@@ -350,42 +415,70 @@ class TinyAttentionFunction : public torch::autograd::Function<TinyAttentionFunc
     const torch::Tensor& qkv = saved[0];
     const torch::Tensor& probs = saved[1];
     const int64_t n = ctx->saved_data["n"].toInt(), B = ctx->saved_data["B"].toInt();
-    const int64_t a = qkv.size(1) / 3, n2 = n + (n & 1), a2 = a + (a & 1), ld = 3 * a * B;
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a)));
+    const int64_t H = ctx->saved_data["H"].toInt();
+    const ProbDropout drop =
+        MakeDropout(ctx->saved_data["dropout"].toDouble(), ctx->saved_data["seed"].toInt());
+    const Geometry g{n, B, H, qkv.size(1) / (3 * H)};
+    const int64_t n2 = g.n2(), k = g.k, k2 = g.k2(), ld = g.ld(), W = g.width();
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(k)));
     const torch::Tensor dout = grads[0].to(torch::kBFloat16).contiguous();
     torch::Tensor dqkv = torch::empty_like(qkv);
     const uint16_t* x = Bf16Bits(qkv);
     const uint16_t* dy = Bf16Bits(dout);
-    at::parallel_for(0, B, 1, [&](int64_t first, int64_t last) {
-      Scratch s(n, a);
-      for (int64_t b = first; b < last; ++b) {
-        const uint16_t* q = x + b * 3 * a;  // row i of this sequence's q|k|v at q + i * ld
-        const uint16_t* d = dy + b * a;     // row i of its dO at d + i * B * a
-        const uint16_t* p = Bf16Bits(probs) + b * n * n2;
-        // dP = dO v^T, then dS.
-        PackRows(d, B * a, n, a, s.a_op.data(), a2);
-        PackPairsOfTransposed(q + 2 * a, ld, n, a, s.b_op.data());
-        Gemm(n, n, a2 / 2, RowMajor(s.a_op.data(), a2), s.b_op.data(), n, s.dp.data(), n);
+    at::parallel_for(0, B * H, 1, [&](int64_t first, int64_t last) {
+      Scratch s(n, k);
+      for (int64_t t = first; t < last; ++t) {
+        const int64_t b = t / H, h = t % H;
+        const uint16_t* q = x + g.q_offset(b, h);    // row i of its q at q + i * ld
+        const uint16_t* d = dy + b * H * k + h * k;  // row i of its dO at d + i * B * H * k
+        const uint16_t* p = Bf16Bits(probs) + t * n * n2;
+        // dP = mask * (dO v^T), then dS.
+        PackRows(d, B * H * k, n, k, s.a_op.data(), k2);
+        PackPairsOfTransposed(q + 2 * H * k, ld, n, k, s.b_op.data());
+        Gemm(n, n, k2 / 2, RowMajor(s.a_op.data(), k2), s.b_op.data(), n, s.dp.data(), n);
+        if (drop.on) MaskGradRows(s.dp.data(), n, drop.seed, drop.threshold, drop.scale, t * n * n);
         SoftmaxBackwardRows(p, s.dp.data(), n, n2, scale, s.ds.data());
         // dq = dS k.
-        PackPairsOfRows(q + a, ld, n, a, s.b_op.data());
-        Gemm(n, a, n2 / 2, RowMajor(s.ds.data(), n2), s.b_op.data(), a, s.c.data(), a);
-        ScatterRows(s.c.data(), n, a, B, b, 3 * a, 0, Bf16Bits(dqkv));
+        PackPairsOfRows(q + H * k, ld, n, k, s.b_op.data());
+        Gemm(n, k, n2 / 2, RowMajor(s.ds.data(), n2), s.b_op.data(), k, s.c.data(), k);
+        ScatterRows(s.c.data(), n, k, B, b, W, h * k, Bf16Bits(dqkv));
         // dk = dS^T q.
         PackPairsOfRows(s.ds.data(), n2, n, n, s.a_pairs.data());
-        PackPairsOfRows(q, ld, n, a, s.b_op.data());
-        Gemm(n, a, n2 / 2, TransposedPairForm(s.a_pairs.data(), n), s.b_op.data(), a, s.c.data(),
-             a);
-        ScatterRows(s.c.data(), n, a, B, b, 3 * a, a, Bf16Bits(dqkv));
-        // dv = P^T dO.
-        PackPairsOfRows(p, n2, n, n, s.a_pairs.data());
-        PackPairsOfRows(d, B * a, n, a, s.b_op.data());
-        Gemm(n, a, n2 / 2, TransposedPairForm(s.a_pairs.data(), n), s.b_op.data(), a, s.c.data(),
-             a);
-        ScatterRows(s.c.data(), n, a, B, b, 3 * a, 2 * a, Bf16Bits(dqkv));
+        PackPairsOfRows(q, ld, n, k, s.b_op.data());
+        Gemm(n, k, n2 / 2, TransposedPairForm(s.a_pairs.data(), n), s.b_op.data(), k, s.c.data(),
+             k);
+        ScatterRows(s.c.data(), n, k, B, b, W, H * k + h * k, Bf16Bits(dqkv));
+        // dv = dropout(P)^T dO.
+        const uint16_t* pv = p;
+        if (drop.on) {
+          DropRows(p, n, n2, drop.seed, drop.threshold, drop.scale, t * n * n, s.dropped.data());
+          pv = s.dropped.data();
+        }
+        PackPairsOfRows(pv, n2, n, n, s.a_pairs.data());
+        PackPairsOfRows(d, B * H * k, n, k, s.b_op.data());
+        Gemm(n, k, n2 / 2, TransposedPairForm(s.a_pairs.data(), n), s.b_op.data(), k, s.c.data(),
+             k);
+        ScatterRows(s.c.data(), n, k, B, b, W, 2 * H * k + h * k, Bf16Bits(dqkv));
       }
     });
-    return {dqkv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dqkv,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
+  }
+
+ private:
+  static ProbDropout MakeDropout(double p, int64_t seed) {
+    ProbDropout d;
+    d.on = p > 0.0;
+    d.seed = static_cast<uint64_t>(seed);
+    d.threshold = DropoutThreshold(p);
+    d.scale = static_cast<float>(1.0 / (1.0 - p));
+    return d;
   }
 };
 
@@ -397,21 +490,37 @@ void SetAttentionGemmForTesting(AttentionGemm gemm) {
 
 bool AttentionUsesAvx512Bf16() { return !g_portable_gemm.load() && CpuHasAvx512Bf16(); }
 
+torch::Tensor AttentionBf16(const torch::Tensor& qkv_NW, int64_t n, int64_t B, int64_t heads,
+                            const torch::Tensor& key_bias_B1N, const torch::Tensor& score_bias_Hnn,
+                            double dropout, bool train) {
+  TORCH_CHECK(heads > 0 && qkv_NW.dim() == 2 && qkv_NW.scalar_type() == torch::kBFloat16 &&
+                  qkv_NW.is_cpu() && qkv_NW.size(0) == n * B && qkv_NW.size(1) % (3 * heads) == 0 &&
+                  qkv_NW.size(1) > 0,
+              "AttentionBf16: qkv must be a bf16 CPU tensor (n*B, 3 * heads * k) = (", n * B,
+              ", 3 * ", heads, " * k), got ", qkv_NW.scalar_type(), " ", qkv_NW.sizes());
+  TORCH_CHECK(dropout >= 0.0 && dropout < 1.0, "AttentionBf16: dropout must be in [0, 1), got ",
+              dropout);
+  const auto f32 = qkv_NW.options().dtype(torch::kFloat32);
+  torch::Tensor key_bias = torch::empty({0}, f32), score_bias = torch::empty({0}, f32);
+  if (key_bias_B1N.defined()) {
+    TORCH_CHECK(key_bias_B1N.numel() == B * n, "AttentionBf16: key_bias must be (", B, ", 1, ", n,
+                "), got ", key_bias_B1N.sizes());
+    key_bias = key_bias_B1N.reshape({B, n}).to(torch::kFloat32).contiguous();
+  }
+  if (score_bias_Hnn.defined()) {
+    TORCH_CHECK(score_bias_Hnn.numel() == heads * n * n, "AttentionBf16: score_bias must be (",
+                heads, ", ", n, ", ", n, "), got ", score_bias_Hnn.sizes());
+    score_bias = score_bias_Hnn.reshape({heads, n, n}).to(torch::kFloat32).contiguous();
+  }
+  const bool drop = train && dropout > 0.0;
+  const int64_t seed = drop ? static_cast<int64_t>(NextDropoutSeed()) : 0;
+  return AttentionFunction::apply(qkv_NW, key_bias, score_bias, n, B, heads, drop ? dropout : 0.0,
+                                  seed);
+}
+
 torch::Tensor TinyAttentionBf16(const torch::Tensor& qkv_N3A, int64_t n, int64_t B,
                                 const torch::Tensor& key_bias_B1N) {
-  TORCH_CHECK(qkv_N3A.dim() == 2 && qkv_N3A.scalar_type() == torch::kBFloat16 && qkv_N3A.is_cpu() &&
-                  qkv_N3A.size(0) == n * B && qkv_N3A.size(1) % 3 == 0 && qkv_N3A.size(1) > 0,
-              "TinyAttentionBf16: qkv must be a bf16 CPU tensor (n*B, 3a) = (", n * B,
-              ", 3a), got ", qkv_N3A.scalar_type(), " ", qkv_N3A.sizes());
-  torch::Tensor bias;
-  if (key_bias_B1N.defined()) {
-    TORCH_CHECK(key_bias_B1N.numel() == B * n, "TinyAttentionBf16: key_bias must be (", B, ", 1, ",
-                n, "), got ", key_bias_B1N.sizes());
-    bias = key_bias_B1N.reshape({B, n}).to(torch::kFloat32).contiguous();
-  } else {
-    bias = torch::empty({0}, qkv_N3A.options().dtype(torch::kFloat32));
-  }
-  return TinyAttentionFunction::apply(qkv_N3A, bias, n, B);
+  return AttentionBf16(qkv_N3A, n, B, 1, key_bias_B1N, torch::Tensor(), 0.0, false);
 }
 
 }  // namespace gmlp::model

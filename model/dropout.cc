@@ -15,12 +15,6 @@
 namespace gmlp::model {
 namespace {
 
-uint64_t NextSeed() {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
-}
-
 class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
@@ -42,7 +36,7 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
 // of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes wide (the scalar
 // loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes the same bits.
 inline bool Keep(uint64_t seed, int64_t i, uint64_t threshold) {
-  return (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
+  return DropoutKeeps(seed, i, threshold);
 }
 
 GMLP_VECTOR_CLONES
@@ -63,13 +57,23 @@ void MaskBFloat16(const uint16_t* src, uint16_t* dst, int64_t begin, int64_t end
 
 }  // namespace
 
+uint64_t NextDropoutSeed() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+}
+
+// Kept when the top 32 bits are >= p * 2^32: P(keep) = 1 - p to within 2^-32.
+uint64_t DropoutThreshold(double p) {
+  return static_cast<uint64_t>(std::llround(p * 4294967296.0));
+}
+
 torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) {
   TORCH_CHECK(p >= 0 && p < 1, "dropout probability must be in [0, 1), got ", p);
   const torch::Tensor in = x.contiguous();
   torch::Tensor out = torch::empty_like(in);
   const int64_t n = in.numel();
-  // Kept when the top 32 bits are >= p * 2^32: P(keep) = 1 - p to within 2^-32.
-  const auto threshold = static_cast<uint64_t>(std::llround(p * 4294967296.0));
+  const uint64_t threshold = DropoutThreshold(p);
   // Every dtype scales in float (or double), then rounds once to its own type.
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   constexpr int64_t kGrain = 1 << 14;
@@ -107,7 +111,7 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool train) {
   if (!train || p == 0.0) return x;
   if (!x.device().is_cpu()) return torch::dropout(x, p, train);
-  return DropoutFunction::apply(x, p, static_cast<int64_t>(NextSeed()));
+  return DropoutFunction::apply(x, p, static_cast<int64_t>(NextDropoutSeed()));
 }
 
 }  // namespace gmlp::model

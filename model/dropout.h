@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "common/mix64.h"
+
 namespace gmlp::model {
 
 // x unchanged when !train or p == 0; else x * mask / (1 - p), differentiable. CPU tensors of
@@ -22,6 +24,16 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool train);
 
 // The mask kernel itself, exposed for tests: out = x * keep(seed, i) / (1 - p), x contiguous.
 torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed);
+
+// The mask's pieces, for kernels that apply it inside other work (attention_bf16.h) and must
+// drop exactly what Dropout would on the same contiguous tensor: one seed per call from
+// LibTorch's default CPU generator; element i is kept when the top 32 bits of SplitMix64 at i
+// are >= the threshold p * 2^32.
+uint64_t NextDropoutSeed();
+uint64_t DropoutThreshold(double p);
+inline bool DropoutKeeps(uint64_t seed, int64_t i, uint64_t threshold) {
+  return (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
+}
 
 }  // namespace gmlp::model
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "model/attention_bf16.h"
 #include "model/dropout.h"
 
 namespace gmlp::model {
@@ -50,7 +51,17 @@ std::vector<double> AlibiSlopes(int64_t n_heads) {
 torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
                                                   const SeqBatch& batch) {
   const int64_t n = batch.n, B = batch.B, d = h_ND.size(1), H = n_heads_, k = d / H;
-  const auto qkv = attn_qkv_(h_ND).view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
+  const torch::Tensor qkv_N3D = attn_qkv_(h_ND);
+  if (qkv_N3D.is_cpu() && qkv_N3D.scalar_type() == torch::kBFloat16) {
+    torch::Tensor alibi_Hnn;
+    if (alibi_slopes_H11_.defined()) {
+      const torch::Tensor pos_n = torch::arange(n, alibi_slopes_H11_.options());
+      alibi_Hnn = -(alibi_slopes_H11_ * (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs());
+    }
+    return attn_out_(
+        AttentionBf16(qkv_N3D, n, B, H, batch.key_bias_B1N, alibi_Hnn, dropout_, is_training()));
+  }
+  const auto qkv = qkv_N3D.view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
   const torch::Tensor q_BHnK =
       qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(k)));
   const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});

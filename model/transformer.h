@@ -25,7 +25,8 @@ class TransformerBlockImpl : public EncoderBlockImpl {
   explicit TransformerBlockImpl(const EncoderConfig& config);
   torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
   // softmax(q k^T / sqrt(k) [+ ALiBi bias] + padding bias) v, heads concatenated, then
-  // attn_out. h_ND is the (already normalized, for pre-LN) block input.
+  // attn_out. h_ND is the (already normalized, for pre-LN) block input. Under CPU bf16 autocast
+  // the part between the two projections is one kernel (attention_bf16.h).
   torch::Tensor SelfAttention(const torch::Tensor& h_ND, const SeqBatch& batch);
 
  private:

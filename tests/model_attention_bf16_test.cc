@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/attention_bf16.h"
+#include "model/dropout.h"
 #include "tests/model_test_util.h"
 
 namespace gmlp::model {
@@ -26,24 +27,42 @@ struct Result {
   torch::Tensor out, dqkv;
 };
 
-// fused: the kernel on bf16 q|k|v. Otherwise softmax(q k^T / sqrt(a) + bias) v in float64 on the
-// same values, in the sequence-major layout, differentiated by autograd.
+// Multi-head options: heads, an additive (H, n, n) score bias, dropout on the probabilities
+// (drawn after torch::manual_seed(seed)).
+struct Heads {
+  int64_t H = 1;
+  torch::Tensor score_bias_Hnn;
+  double dropout = 0.0;
+  uint64_t seed = 0;
+};
+
+// fused: the kernel on bf16 q|k|v. Otherwise softmax(q k^T / sqrt(k) + biases), dropout with
+// model::Dropout's mask for the same seed, times v, in float64 on the same values, in the
+// sequence-major layout, differentiated by autograd.
 Result Attend(bool fused, const torch::Tensor& qkv0, int64_t n, int64_t B,
-              const torch::Tensor& bias_B1N, const torch::Tensor& dout) {
+              const torch::Tensor& bias_B1N, const torch::Tensor& dout, const Heads& heads = {}) {
   const torch::Tensor qkv =
       qkv0.to(fused ? torch::kBFloat16 : torch::kDouble).clone().requires_grad_();
-  const int64_t a = qkv.size(1) / 3;
+  const int64_t H = heads.H, k = qkv.size(1) / (3 * H);
+  if (heads.dropout > 0) torch::manual_seed(heads.seed);
   torch::Tensor out;
   if (fused) {
-    out = TinyAttentionBf16(qkv, n, B, bias_B1N);
+    out = AttentionBf16(qkv, n, B, H, bias_B1N, heads.score_bias_Hnn, heads.dropout, true);
   } else {
-    const auto parts = qkv.view({n, B, 3, a}).unbind(2);
-    const torch::Tensor q = parts[0].transpose(0, 1) / std::sqrt(static_cast<double>(a));
-    torch::Tensor s = torch::matmul(q, parts[1].transpose(0, 1).transpose(1, 2));
-    if (bias_B1N.defined()) s = s + bias_B1N.to(torch::kDouble);
-    out = torch::matmul(torch::softmax(s, -1), parts[2].transpose(0, 1))
-              .transpose(0, 1)
-              .reshape({n * B, a});
+    const auto parts = qkv.view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
+    const torch::Tensor q = parts[0].permute({1, 2, 0, 3}) / std::sqrt(static_cast<double>(k));
+    torch::Tensor s = torch::matmul(q, parts[1].permute({1, 2, 3, 0}));  // (B, H, n, n)
+    if (heads.score_bias_Hnn.defined()) s = s + heads.score_bias_Hnn.to(torch::kDouble);
+    if (bias_B1N.defined()) s = s + bias_B1N.to(torch::kDouble).unsqueeze(1);
+    torch::Tensor p = torch::softmax(s, -1);
+    if (heads.dropout > 0) {
+      // The mask Dropout draws for this seed: 1 / (1 - p) where kept, 0 elsewhere.
+      const uint64_t seed = NextDropoutSeed();
+      p = p * ApplyDropoutMask(torch::ones(p.sizes(), torch::kDouble), heads.dropout, seed);
+    }
+    out = torch::matmul(p, parts[2].permute({1, 2, 0, 3}))
+              .permute({2, 0, 1, 3})
+              .reshape({n * B, H * k});
   }
   (out.to(torch::kDouble) * dout.to(torch::kDouble)).sum().backward();
   return {out.detach().to(torch::kDouble), qkv.grad().to(torch::kDouble)};
@@ -96,6 +115,36 @@ TEST_P(AttentionBf16Test, MatchesFloat64CompositionOnTheSameValues) {
       SCOPED_TRACE(part == 0 ? "dq" : part == 1 ? "dk" : "dv");
       ExpectNear(f.dqkv.narrow(1, part * s.a, s.a), r.dqkv.narrow(1, part * s.a, s.a), 1.2e-2,
                  "gradient");
+    }
+  }
+}
+
+// The Transformer's use: several heads, an ALiBi score bias, padding and dropout on the
+// probabilities, against the float64 composition with model::Dropout's mask for the same seed.
+TEST_P(AttentionBf16Test, HeadsScoreBiasAndDropoutMatchFloat64) {
+  torch::manual_seed(25);
+  const int64_t n = 37, B = 3, H = 2, k = 16;
+  const torch::Tensor qkv = (torch::randn({n * B, 3 * H * k}) * 1.5).to(torch::kBFloat16);
+  const torch::Tensor dout = torch::randn({n * B, H * k}).to(torch::kBFloat16);
+  const torch::Tensor pos = torch::arange(n, torch::kFloat);
+  Heads heads;
+  heads.H = H;
+  heads.score_bias_Hnn = -torch::tensor({0.25f, 0.0625f}).view({H, 1, 1}) *
+                         (pos.view({1, n}) - pos.view({n, 1})).abs();
+  for (const double dropout : {0.0, 0.1}) {
+    SCOPED_TRACE(dropout);
+    heads.dropout = dropout;
+    heads.seed = 99;
+    const torch::Tensor bias = KeyBias({37, 20, 5}, n);
+    const Result f = Attend(true, qkv, n, B, bias, dout, heads);
+    const Result r = Attend(false, qkv, n, B, bias, dout, heads);
+    ExpectNear(f.out, r.out, 8e-3, "output");
+    ExpectNear(f.dqkv, r.dqkv, 1.2e-2, "gradient");
+    // Dropout changes the result (the mask is applied, and reproduced by the reference).
+    if (dropout > 0) {
+      heads.dropout = 0.0;
+      const Result no_drop = Attend(true, qkv, n, B, bias, dout, heads);
+      EXPECT_GT((no_drop.out - f.out).abs().max().item<double>(), 0.05);
     }
   }
 }
