@@ -32,17 +32,16 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
   }
 };
 
-// The mask loops for the two dtypes training runs in. Each element's decision is one SplitMix64
-// of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes wide (the scalar
-// loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes the same bits.
-inline bool Keep(uint64_t seed, int64_t i, uint64_t threshold) {
-  return DropoutKeeps(seed, i, threshold);
-}
+// The mask loops for the two dtypes training runs in. Each element's decision (DropoutKeeps) is
+// one SplitMix64 of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes
+// wide (the scalar loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). Every clone computes
+// the same bits.
 
 GMLP_VECTOR_CLONES
 void MaskFloat(const float* src, float* dst, int64_t begin, int64_t end, uint64_t seed,
                uint64_t threshold, float scale) {
-  for (int64_t i = begin; i < end; ++i) dst[i] = Keep(seed, i, threshold) ? src[i] * scale : 0.0f;
+  for (int64_t i = begin; i < end; ++i)
+    dst[i] = DropoutKeeps(seed, i, threshold) ? src[i] * scale : 0.0f;
 }
 
 // bf16 as its bits (cpu_kernel_util.h): widened to float, scaled in float, rounded once.
@@ -51,7 +50,7 @@ void MaskBFloat16(const uint16_t* src, uint16_t* dst, int64_t begin, int64_t end
                   uint64_t threshold, float scale) {
   for (int64_t i = begin; i < end; ++i) {
     const uint16_t out = FloatToBf16Bits(Bf16BitsToFloat(src[i]) * scale);
-    dst[i] = Keep(seed, i, threshold) ? out : static_cast<uint16_t>(0);
+    dst[i] = DropoutKeeps(seed, i, threshold) ? out : static_cast<uint16_t>(0);
   }
 }
 
@@ -100,8 +99,9 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
     const auto s = static_cast<acc_t>(1.0 / (1.0 - p));
     at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        dst[i] = Keep(seed, i, threshold) ? static_cast<scalar_t>(static_cast<acc_t>(src[i]) * s)
-                                          : static_cast<scalar_t>(0);
+        dst[i] = DropoutKeeps(seed, i, threshold)
+                     ? static_cast<scalar_t>(static_cast<acc_t>(src[i]) * s)
+                     : static_cast<scalar_t>(0);
       }
     });
   });

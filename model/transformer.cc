@@ -51,13 +51,14 @@ std::vector<double> AlibiSlopes(int64_t n_heads) {
 torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
                                                   const SeqBatch& batch) {
   const int64_t n = batch.n, B = batch.B, d = h_ND.size(1), H = n_heads_, k = d / H;
+  // ALiBi: head h's scores get -slope_h * |i - j| (float, (H, n, n)).
+  torch::Tensor alibi_Hnn;
+  if (alibi_slopes_H11_.defined()) {
+    const torch::Tensor pos_n = torch::arange(n, alibi_slopes_H11_.options());
+    alibi_Hnn = -(alibi_slopes_H11_ * (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs());
+  }
   const torch::Tensor qkv_N3D = attn_qkv_(h_ND);
   if (qkv_N3D.is_cpu() && qkv_N3D.scalar_type() == torch::kBFloat16) {
-    torch::Tensor alibi_Hnn;
-    if (alibi_slopes_H11_.defined()) {
-      const torch::Tensor pos_n = torch::arange(n, alibi_slopes_H11_.options());
-      alibi_Hnn = -(alibi_slopes_H11_ * (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs());
-    }
     return attn_out_(
         AttentionBf16(qkv_N3D, n, B, H, batch.key_bias_B1N, alibi_Hnn, dropout_, is_training()));
   }
@@ -67,11 +68,7 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
   const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});
   const torch::Tensor v_BHnK = qkv[2].permute({1, 2, 0, 3});
   torch::Tensor scores_BHnn = torch::matmul(q_BHnK, k_BHnK.transpose(2, 3));
-  if (alibi_slopes_H11_.defined()) {
-    const torch::Tensor pos_n = torch::arange(n, scores_BHnn.options().dtype(torch::kFloat));
-    const torch::Tensor distance_nn = (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs();
-    scores_BHnn = scores_BHnn - (alibi_slopes_H11_ * distance_nn).to(scores_BHnn.scalar_type());
-  }
+  if (alibi_Hnn.defined()) scores_BHnn = scores_BHnn + alibi_Hnn.to(scores_BHnn.scalar_type());
   if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
   const torch::Tensor probs_BHnn =
       Dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
