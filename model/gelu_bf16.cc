@@ -7,29 +7,13 @@
 #include <cstdint>
 
 #include "model/cpu_kernel_util.h"
+#include "model/gelu_math.h"
 
 namespace gmlp::model {
 namespace {
 
 // Rows per block of the bias gradient's partial sums: fixed, so the sums' order is too.
 constexpr int64_t kBlockRows = 64;
-
-// GELU(a) = a Phi(a) and GELU'(a) = Phi(a) + a phi(a), in plain float arithmetic.
-inline void GeluAndSlope(float a, float* gelu, float* slope) {
-  const float u = a * 0.707106781186547524f;  // a / sqrt(2)
-  const float abs_u = u < 0.0f ? -u : u;
-  const float t = 1.0f / (1.0f + 0.3275911f * abs_u);
-  float r = 1.061405429f;
-  r = r * t + -1.453152027f;
-  r = r * t + 1.421413741f;
-  r = r * t + -0.284496736f;
-  r = r * t + 0.254829592f;
-  const float e = ExpNonPositive(-(u * u));    // exp(-a^2 / 2)
-  const float half_erfc = 0.5f * (r * t * e);  // Phi(-|a|) = erfc(|u|) / 2
-  const float cdf = u < 0.0f ? half_erfc : 1.0f - half_erfc;
-  *gelu = a * cdf;
-  *slope = cdf + a * (e * 0.398942280401432678f);  // phi(a) = exp(-a^2 / 2) / sqrt(2 pi)
-}
 
 // Rows [begin, end): out = GELU(y + b) [* gate]. gate may be null.
 GMLP_VECTOR_CLONES

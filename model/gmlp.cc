@@ -45,9 +45,8 @@ GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
   }
 }
 
-torch::Tensor GmlpBlockImpl::SpatialProjection(const torch::Tensor& z_NG, const SeqBatch& batch) {
-  const int64_t n = batch.n, B = batch.B, g = z_NG.size(1);
-  torch::Tensor v_NG = sgu_norm_(z_NG);
+torch::Tensor GmlpBlockImpl::SpatialProjection(torch::Tensor v_NG, const SeqBatch& batch) {
+  const int64_t n = batch.n, B = batch.B, g = v_NG.size(1);
   if (batch.keep_N1.defined()) v_NG = v_NG * batch.keep_N1;
   // Row i*B + b of the (N, g) tensor is row i of the (n, B*g) view: one GEMM mixes positions
   // for the whole batch, and addmm adds b[i] to row i.
@@ -77,12 +76,14 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
   const torch::Tensor h_ND = norm_(x_ND);
   torch::Tensor s_NG;
   if (split_) {
-    // Z1 is materialized only when the expanded attention reads it; otherwise LinearGelu makes
-    // Z1 and gates it in one step.
+    // Z1 and Z2 are materialized only when the expanded attention reads them; otherwise
+    // LinearGeluNorm goes from U2 x to LayerNorm(Z2), and LinearGelu from U1 x to Z1 * gate, each
+    // in one step.
     const bool expanded_attention = tiny_attention_ && config_.attn_input != "block";
-    const torch::Tensor z2_NG = LinearGelu(in_z2_, h_ND);
+    const torch::Tensor z2_NG = expanded_attention ? LinearGelu(in_z2_, h_ND) : torch::Tensor();
     const torch::Tensor z1_NG = expanded_attention ? LinearGelu(in_z1_, h_ND) : torch::Tensor();
-    torch::Tensor gate_NG = SpatialProjection(z2_NG, batch);
+    torch::Tensor gate_NG = SpatialProjection(
+        expanded_attention ? sgu_norm_(z2_NG) : LinearGeluNorm(in_z2_, h_ND, sgu_norm_), batch);
     if (tiny_attention_) {
       torch::Tensor qkv_N3A;
       if (!expanded_attention) {
@@ -99,7 +100,7 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
     s_NG = expanded_attention ? z1_NG * gate_NG : LinearGelu(in_z1_, h_ND, gate_NG);
   } else {
     const torch::Tensor z_NF = LinearGelu(in_z_, h_ND);
-    torch::Tensor gate_NF = SpatialProjection(z_NF, batch);
+    torch::Tensor gate_NF = SpatialProjection(sgu_norm_(z_NF), batch);
     if (tiny_attention_) {
       gate_NF =
           gate_NF + TinyAttention(attn_qkv_(config_.attn_input == "block" ? h_ND : z_NF), batch);

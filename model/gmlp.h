@@ -41,9 +41,10 @@ class GmlpBlockImpl : public EncoderBlockImpl {
   explicit GmlpBlockImpl(const EncoderConfig& config);
   torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
 
-  // W[:n,:n] @ (LN(Z2) with padded rows zeroed), plus b: the spatial projection on the
-  // sequence-major (N, g) tensor, as one GEMM on its (n, B*g) view with the bias folded in.
-  torch::Tensor SpatialProjection(const torch::Tensor& z_NG, const SeqBatch& batch);
+  // W[:n,:n] @ v + b for v = LayerNorm(Z2) (N, g) with its padded rows zeroed: the spatial
+  // projection on the sequence-major tensor, as one GEMM on its (n, B*g) view with the bias
+  // folded in.
+  torch::Tensor SpatialProjection(torch::Tensor v_NG, const SeqBatch& batch);
   // The tiny attention of aMLP from its projected queries, keys and values (N, 3a) -> (N, g).
   torch::Tensor TinyAttention(const torch::Tensor& qkv_N3A, const SeqBatch& batch);
 

@@ -55,6 +55,18 @@ torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
   return gate.defined() ? z * gate : z;
 }
 
+torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm) {
+  const torch::Tensor& b = linear->bias;
+  if (x.is_cpu() && b.defined() && b.scalar_type() == torch::kFloat32 &&
+      norm->weight.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16()) {
+    const torch::Tensor y = torch::linear(x, linear->weight);  // bf16 under autocast
+    if (y.scalar_type() != torch::kBFloat16) return norm(torch::gelu(y + b));  // e.g. float64
+    const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
+    return BiasGeluLayerNormBf16(y_NF, b, norm->weight, norm->bias, norm->eps()).view(y.sizes());
+  }
+  return norm(LinearGelu(linear, x));
+}
+
 SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype) {
   const torch::Tensor& ids = input.input_ids;
   TORCH_CHECK(ids.defined() && ids.dim() == 2, "input_ids must be (B, n), got ",

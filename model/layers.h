@@ -26,6 +26,7 @@ class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls = false);
   torch::Tensor forward(const torch::Tensor& x);
+  double eps() const { return eps_; }
 
   torch::Tensor weight, bias;
 
@@ -44,6 +45,11 @@ torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
 // (gelu_bf16.h); elsewhere these are ATen's ops, as written.
 torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
                          const torch::Tensor& gate = {});
+
+// norm(GELU(linear(x))): under CPU bf16 autocast the matmul runs without its bias and one kernel
+// adds it, applies GELU and normalizes (layer_norm_bf16.h), so GELU's output is never stored;
+// elsewhere the composition of LinearGelu and the norm.
+torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm);
 
 // Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
 inline int64_t LayerNormParams(int64_t dim) { return 2 * dim; }

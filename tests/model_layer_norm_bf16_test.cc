@@ -96,6 +96,104 @@ TEST(LayerNormBf16Test, SameBitsForAnyThreadCount) {
   EXPECT_TRUE(one.db.equal(many.db));
 }
 
+// LayerNorm(GELU(y + gelu_bias)) in one pass against the float64 composition on the same bf16
+// values: the output within bf16 rounding, y's gradient within bf16 rounding, the three float32
+// parameters' gradients to float accuracy. A kernel that skipped GELU, or GELU' in backward,
+// would be off by O(1).
+struct GeluNormGrads {
+  torch::Tensor out, dy, dgelu_bias, dw, db;
+};
+
+GeluNormGrads GeluNormalize(bool fused, const torch::Tensor& y0, const torch::Tensor& gb0,
+                            const torch::Tensor& w0, const torch::Tensor& b0,
+                            const torch::Tensor& dout) {
+  const auto act = fused ? torch::kBFloat16 : torch::kDouble;
+  const auto par = fused ? torch::kFloat : torch::kDouble;
+  const torch::Tensor y = y0.to(act).clone().requires_grad_();
+  const torch::Tensor gb = gb0.to(par).clone().requires_grad_();
+  const torch::Tensor w = w0.to(par).clone().requires_grad_();
+  const torch::Tensor b = b0.to(par).clone().requires_grad_();
+  const torch::Tensor out = fused ? BiasGeluLayerNormBf16(y, gb, w, b, 1e-5)
+                                  : torch::layer_norm(torch::gelu(y + gb), {y.size(1)}, w, b, 1e-5);
+  (out.to(torch::kDouble) * dout.to(torch::kDouble)).sum().backward();
+  const auto f64 = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble); };
+  return {f64(out), f64(y.grad()), f64(gb.grad()), f64(w.grad()), f64(b.grad())};
+}
+
+TEST(LayerNormBf16Test, BiasGeluLayerNormMatchesFloat64Composition) {
+  torch::manual_seed(8);
+  for (const int64_t d : {5, 16, 100, 384}) {  // below, at and off the lane width; gMLP's g
+    SCOPED_TRACE(d);
+    const int64_t N = 300;  // several 64-row blocks and a partial one
+    const torch::Tensor y = (torch::randn({N, d}) * 2).to(torch::kBFloat16);
+    const torch::Tensor gb = torch::randn({d}) * 0.5;
+    const torch::Tensor w = torch::randn({d}) * 0.5 + 1, b = torch::randn({d}) * 0.1;
+    const torch::Tensor dout = torch::randn({N, d}).to(torch::kBFloat16);
+    const GeluNormGrads f = GeluNormalize(true, y, gb, w, b, dout);
+    const GeluNormGrads r = GeluNormalize(false, y, gb, w, b, dout);
+    const double bf16_ulp = 1.0 / 128;
+    EXPECT_TRUE(Near(f.out, r.out, bf16_ulp, 1e-3)) << (f.out - r.out).abs().max();
+    EXPECT_TRUE(Near(f.dy, r.dy, bf16_ulp, 1e-2 * r.dy.abs().max().item<double>()))
+        << (f.dy - r.dy).abs().max();
+    const auto near_sum = [](const torch::Tensor& a, const torch::Tensor& e) {
+      return Near(a, e, 1e-4, 1e-4 * e.abs().max().item<double>() + 1e-5);
+    };
+    EXPECT_TRUE(near_sum(f.dgelu_bias, r.dgelu_bias)) << (f.dgelu_bias - r.dgelu_bias).abs().max();
+    EXPECT_TRUE(near_sum(f.dw, r.dw)) << (f.dw - r.dw).abs().max();
+    EXPECT_TRUE(near_sum(f.db, r.db)) << (f.db - r.db).abs().max();
+  }
+}
+
+TEST(LayerNormBf16Test, BiasGeluLayerNormSameBitsForAnyThreadCount) {
+  torch::manual_seed(9);
+  const torch::Tensor y = torch::randn({517, 96}).to(torch::kBFloat16);
+  const torch::Tensor gb = torch::randn({96}), w = torch::rand({96}) + 0.5, b = torch::randn({96});
+  const torch::Tensor dout = torch::randn({517, 96}).to(torch::kBFloat16);
+  const auto [one, many] =
+      testing::AtOneAndManyThreads([&] { return GeluNormalize(true, y, gb, w, b, dout); });
+  EXPECT_TRUE(one.out.equal(many.out));
+  EXPECT_TRUE(one.dy.equal(many.dy));
+  EXPECT_TRUE(one.dgelu_bias.equal(many.dgelu_bias));
+  EXPECT_TRUE(one.dw.equal(many.dw));
+  EXPECT_TRUE(one.db.equal(many.db));
+}
+
+// LinearGeluNorm takes the fused kernel under CPU bf16 autocast and agrees with the composition
+// norm(LinearGelu(...)) in float32, in its output and in the linear's and the norm's gradients.
+TEST(LayerNormBf16Test, LinearGeluNormUnderAutocastMatchesTheComposition) {
+  torch::manual_seed(10);
+  torch::nn::Linear linear = MakeLinear(16, 48, 0.3);
+  LayerNorm norm(48, 1e-5);
+  {
+    torch::NoGradGuard no_grad;
+    linear->bias.normal_(0.0, 0.5);
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.normal_(0.0, 0.1);
+  }
+  const torch::Tensor x = torch::randn({70, 16});
+  const torch::Tensor dout = torch::randn({70, 48});
+  const auto run = [&](bool bf16) {
+    for (auto& p : linear->parameters()) p.mutable_grad() = torch::Tensor();
+    for (auto& p : norm->parameters()) p.mutable_grad() = torch::Tensor();
+    torch::Tensor out;
+    {
+      AutocastScope autocast(bf16);
+      out = LinearGeluNorm(linear, x, norm);
+    }
+    EXPECT_EQ(out.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
+    (out.to(torch::kFloat) * dout).sum().backward();
+    return std::vector<torch::Tensor>{out.detach().to(torch::kFloat), linear->weight.grad(),
+                                      linear->bias.grad(), norm->weight.grad(), norm->bias.grad()};
+  };
+  const auto fused = run(true), ref = run(false);
+  for (size_t k = 0; k < ref.size(); ++k) {
+    SCOPED_TRACE(k);
+    // bf16 inputs and matmuls: a few bf16 roundings of error, against the tensor's scale.
+    const double scale = ref[k].abs().max().item<double>();
+    EXPECT_LT((fused[k] - ref[k]).abs().max().item<double>(), 0.03 * scale);
+  }
+}
+
 // The LayerNorm module: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out, but
 // bf16 out under bf16 autocast when it only feeds matmuls.
 TEST(LayerNormBf16Test, LayerNormModuleUsesItForBf16) {
