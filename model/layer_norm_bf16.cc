@@ -79,10 +79,10 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
     float* __restrict dw_part, float* __restrict db_part, float* __restrict dgelu_part) {
   // Disjoint rows of one buffer: __restrict lets GCC vectorize the loops that write several of
   // them without run-time overlap checks (with too many pairs to check it would not).
-  std::vector<float> buf(3 * d);
+  std::vector<float> buf((kGelu ? 3 : 2) * d);
   float* __restrict xhat = buf.data();
   float* __restrict g = buf.data() + d;
-  float* __restrict slope = buf.data() + 2 * d;
+  float* __restrict slope = kGelu ? buf.data() + 2 * d : nullptr;
   for (int64_t j = 0; j < d; ++j) dw_part[j] = db_part[j] = 0.0f;
   if constexpr (kGelu) {
     for (int64_t j = 0; j < d; ++j) dgelu_part[j] = 0.0f;
@@ -91,15 +91,18 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
     const TIn* xi = x + i * d;
     const uint16_t* dyi = dy + i * d;
     const float mu = mean[i], rs = rstd[i];
-    // The row's values first, in a loop of their own (as in forward: GCC vectorizes GELU there).
-    for (int64_t j = 0; j < d; ++j) {
-      float s = 1.0f;
-      xhat[j] = RowValue<kGelu>(xi[j], gelu_bias, j, &s);
-      slope[j] = s;
+    if constexpr (kGelu) {
+      // GELU and its slope first, in a loop of their own (as in forward: GCC vectorizes GELU
+      // there, not inside the loop below).
+      for (int64_t j = 0; j < d; ++j) {
+        float s;
+        xhat[j] = RowValue<kGelu>(xi[j], gelu_bias, j, &s);
+        slope[j] = s;
+      }
     }
     for (int64_t j = 0; j < d; ++j) {
       const float dyj = Bf16BitsToFloat(dyi[j]);
-      xhat[j] = (xhat[j] - mu) * rs;
+      xhat[j] = ((kGelu ? xhat[j] : Widen(xi[j])) - mu) * rs;
       g[j] = dyj * w[j];
       dw_part[j] += dyj * xhat[j];
       db_part[j] += dyj;
