@@ -9,6 +9,8 @@
 //   gelu         model::BiasGeluBf16 vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
 //                gMLP's Z2 half; d_model, as the MLM head)
 //   gelu_gate    model::BiasGeluGateBf16 vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//   add_layer_norm  model::AddLayerNormBf16 (a pre-LN block's residual add and LayerNorm in one
+//                pass) vs ATen's add and model::LayerNormBf16 on the sum
 //   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
 //                autocast (aMLP's tiny attention, one 64-wide head over 128 positions, a quarter
 //                of the keys padded in half the sequences)
@@ -21,8 +23,8 @@
 // With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
 //
 // Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
-//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention,
-//                         attention_heads]
+//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,add_layer_norm,
+//                         attention,attention_heads]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -45,19 +47,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Leaves = std::vector<torch::Tensor>;
-using Op = std::function<torch::Tensor(const Leaves&)>;
+using Outputs = std::vector<torch::Tensor>;
+using Op = std::function<Outputs(const Leaves&)>;
+
+// An Op of a one-output function.
+template <typename F>
+Op One(F f) {
+  return [f](const Leaves& l) { return Outputs{f(l)}; };
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
-// Milliseconds per forward + backward of `op` on `leaves`, averaged over `iters`.
-double TimeMs(const Op& op, const Leaves& leaves, const torch::Tensor& dy, int iters) {
+// Milliseconds per forward + backward of `op` on `leaves` (with `grads` for its outputs),
+// averaged over `iters`.
+double TimeMs(const Op& op, const Leaves& leaves, const Outputs& grads, int iters) {
   const auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) {
     for (const torch::Tensor& t : leaves) t.mutable_grad() = torch::Tensor();
-    op(leaves).backward(dy);
+    torch::autograd::backward(op(leaves), grads);
   }
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
 }
@@ -103,28 +113,31 @@ std::vector<Case> Cases() {
                      N,
                      d,
                      {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
-                     [d = d](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); },
-                     [d = d](const Leaves& l) {
+                     One([d = d](const Leaves& l) {
+                       return LayerNormBf16(l[0], l[1], l[2], 1e-5);
+                     }),
+                     One([d = d](const Leaves& l) {
                        return torch::layer_norm(l[0].to(torch::kFloat32), {d}, l[1], l[2], 1e-5)
                            .to(torch::kBFloat16);
-                     },
+                     }),
                      2 * act + 3 * act});  // x in, y out; x, dy in, dx out
-    cases.push_back({"gelu",
-                     shape,
-                     N,
-                     d,
-                     {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0)},
-                     [](const Leaves& l) { return BiasGeluBf16(l[0], l[1]); },
-                     [](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)); },
-                     2 * act + 3 * act});
+    cases.push_back(
+        {"gelu",
+         shape,
+         N,
+         d,
+         {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0)},
+         One([](const Leaves& l) { return BiasGeluBf16(l[0], l[1]); }),
+         One([](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)); }),
+         2 * act + 3 * act});
     cases.push_back(
         {"gelu_gate",
          shape,
          N,
          d,
          {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0), Bf16Leaf(N, d, 0.1, 1)},
-         [](const Leaves& l) { return BiasGeluGateBf16(l[0], l[1], l[2]); },
-         [](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)) * l[2]; },
+         One([](const Leaves& l) { return BiasGeluGateBf16(l[0], l[1], l[2]); }),
+         One([](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)) * l[2]; }),
          3 * act + 5 * act});  // y, gate in, out; y, gate, dout in, dy, dgate out
   }
   // A pre-LN block's LayerNorm: the fp32 residual stream in, bf16 out for the matmuls, against
@@ -136,11 +149,31 @@ std::vector<Case> Cases() {
        N,
        d,
        {(torch::randn({N, d}) * 2).requires_grad_(), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
-       [](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); },
-       [](const Leaves& l) {
+       One([](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); }),
+       One([](const Leaves& l) {
          return torch::layer_norm(l[0], {128}, l[1], l[2], 1e-5).to(torch::kBFloat16);
-       },
+       }),
        2 * act + act + 2 * act + act + 2 * act});  // x in, y out; x, dy in, dx out
+  // A pre-LN block's residual add and LayerNorm: the fp32 stream plus a bf16 block output, the
+  // fp32 sum (also read by the next residual add) and its bf16 normalization, against ATen's add
+  // and the LayerNorm kernel on the sum (autograd then adds the sum's two gradients and casts
+  // delta's).
+  cases.push_back({"add_layer_norm",
+                   "d_model = 128",
+                   N,
+                   d,
+                   {(torch::randn({N, d}) * 2).requires_grad_(), Bf16Leaf(N, d, 0.5, 0),
+                    FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+                   [](const Leaves& l) {
+                     auto [sum, y] = gmlp::model::AddLayerNormBf16(l[0], l[1], l[2], l[3], 1e-5);
+                     return Outputs{sum, y};
+                   },
+                   [](const Leaves& l) {
+                     const torch::Tensor sum = l[0] + l[1];
+                     return Outputs{sum, LayerNormBf16(sum, l[2], l[3], 1e-5)};
+                   },
+                   // x, delta in, sum, y out; sum, dsum, dy in, dx, ddelta out
+                   2 * act + act + 2 * act + act + 2 * act + 2 * act + act + 2 * act + act});
   // aMLP-tiny's tiny attention: q|k|v (N, 3a) in, (N, a) out, as gmlp.cc wrote it before the
   // kernel (the key bias is float32, as the encoders build it under autocast).
   const int64_t n = 128, B = N / n, a = 64;
@@ -152,8 +185,8 @@ std::vector<Case> Cases() {
        N,
        a,
        {Bf16Leaf(N, 3 * a, 1, 0)},
-       [=](const Leaves& l) { return gmlp::model::TinyAttentionBf16(l[0], n, B, key_bias); },
-       [=](const Leaves& l) {
+       One([=](const Leaves& l) { return gmlp::model::TinyAttentionBf16(l[0], n, B, key_bias); }),
+       One([=](const Leaves& l) {
          gmlp::model::AutocastScope autocast(true);
          const auto qkv = l[0].view({n, B, 3, a}).unbind(2);
          const torch::Tensor q = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
@@ -162,7 +195,7 @@ std::vector<Case> Cases() {
          return torch::matmul(torch::softmax(scores, -1), qkv[2].transpose(0, 1))
              .transpose(0, 1)
              .reshape({n * B, a});
-       },
+       }),
        (N * 3 * a + N * a) * 2 * 2});  // q|k|v in, out; dout in, dq|dk|dv out
   // transformer-tiny's self-attention in training: 2 heads of 64 (d = 128), ALiBi, dropout 0.1,
   // against transformer.cc's ATen composition with model::Dropout.
@@ -176,10 +209,10 @@ std::vector<Case> Cases() {
                    N,
                    hd,
                    {Bf16Leaf(N, 3 * hd, 1, 0)},
-                   [=](const Leaves& l) {
+                   One([=](const Leaves& l) {
                      return gmlp::model::AttentionBf16(l[0], n, B, H, key_bias, alibi, 0.1, true);
-                   },
-                   [=](const Leaves& l) {
+                   }),
+                   One([=](const Leaves& l) {
                      gmlp::model::AutocastScope autocast(true);
                      const auto qkv = l[0].view({n, B, 3, H, a}).unbind(2);
                      const torch::Tensor q =
@@ -192,7 +225,7 @@ std::vector<Case> Cases() {
                      return torch::matmul(probs, qkv[2].permute({1, 2, 0, 3}))
                          .permute({2, 0, 1, 3})
                          .reshape({n * B, hd});
-                   },
+                   }),
                    (N * 3 * hd + N * hd) * 2 * 2});
   return cases;
 }
@@ -201,7 +234,8 @@ std::vector<Case> Cases() {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 7, iters = 30;
-  std::string ops = "layer_norm,gelu,gelu_gate,layer_norm_f32_in,attention,attention_heads";
+  std::string ops =
+      "layer_norm,gelu,gelu_gate,layer_norm_f32_in,add_layer_norm,attention,attention_heads";
   for (int i = 1; i < argc; ++i) {
     if (std::sscanf(argv[i], "--threads=%d", &threads) == 1) continue;
     if (std::sscanf(argv[i], "--rounds=%d", &rounds) == 1) continue;
@@ -219,7 +253,10 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   for (const Case& c : Cases()) {
     if (("," + ops + ",").find("," + c.op + ",") == std::string::npos) continue;
-    const torch::Tensor dy = torch::randn({c.rows, c.d}).to(torch::kBFloat16);
+    Outputs dy;  // a random gradient for each output, of its shape and type
+    for (const torch::Tensor& out : c.kernel(c.leaves)) {
+      dy.push_back(torch::randn(out.sizes()).to(out.scalar_type()));
+    }
     TimeMs(c.kernel, c.leaves, dy, 3);  // warm up both
     TimeMs(c.reference, c.leaves, dy, 3);
     std::vector<double> tk, tr, ratio, tc;

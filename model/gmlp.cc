@@ -72,8 +72,8 @@ torch::Tensor GmlpBlockImpl::TinyAttention(const torch::Tensor& qkv_N3A, const S
   return attn_out_(o_nBA.reshape({n * B, a}));
 }
 
-torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
-  const torch::Tensor h_ND = norm_(x_ND);
+Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
+  const auto [x_ND, h_ND] = norm_->AddAndNormalize(in);
   torch::Tensor s_NG;
   if (split_) {
     // Z1 and Z2 are materialized only when the expanded attention reads them; otherwise
@@ -113,7 +113,7 @@ torch::Tensor GmlpBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& 
       s_NG = gate_NF;
     }
   }
-  return x_ND + Dropout(out_(s_NG), config_.dropout, is_training());
+  return {x_ND, Dropout(out_(s_NG), config_.dropout, is_training())};
 }
 
 namespace {

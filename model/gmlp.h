@@ -39,7 +39,7 @@ int64_t GateWidth(const EncoderConfig& config);
 class GmlpBlockImpl : public EncoderBlockImpl {
  public:
   explicit GmlpBlockImpl(const EncoderConfig& config);
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
 
   // W[:n,:n] @ v + b for v = LayerNorm(Z2) (N, g) with its padded rows zeroed: the spatial
   // projection on the sequence-major tensor, as one GEMM on its (n, B*g) view with the bias

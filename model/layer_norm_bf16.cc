@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/cpu_kernel_util.h"
@@ -33,31 +35,53 @@ inline float LaneSum(int64_t d, F&& term) {
   return total;
 }
 
-// What the rows hold before they are normalized: the input x itself (TIn is uint16_t, bf16
-// bits, or float), or with kGelu GELU(x + gelu_bias) of a bf16 matmul output x, recomputed in
-// backward, where the gradient then goes on through GELU' to x and to gelu_bias.
-template <bool kGelu, typename TIn>
+// What the rows hold before they are normalized, the kernel's prologue:
+//   kNone  the input x itself (TIn is uint16_t, bf16 bits, or float);
+//   kGelu  GELU(x + gelu_bias) of a bf16 matmul output x, recomputed in backward, where the
+//          gradient then goes on through GELU' to x and to gelu_bias;
+//   kAdd   x + delta: a float32 x (the residual stream) plus a bf16 delta (a block's output).
+//          The sum is written too; backward reads it as its x, adds the sum's own gradient to
+//          the normalization's and writes that for x and, in bf16, for delta.
+enum class Prologue { kNone, kGelu, kAdd };
+
+// What a prologue reads or writes besides x, y and the statistics (null where unused).
+struct Extras {
+  const float* gelu_bias = nullptr;  // kGelu: (d)
+  float* dgelu_part = nullptr;       // kGelu, backward: this block of rows' partial sum (d)
+  const uint16_t* delta = nullptr;   // kAdd, forward: (N, d)
+  float* sum = nullptr;              // kAdd, forward: (N, d)
+  const float* dsum = nullptr;       // kAdd, backward: the sum's gradient from its other uses
+  uint16_t* ddelta = nullptr;        // kAdd, backward: (N, d)
+};
+
+template <Prologue kP, typename TIn>
 __attribute__((always_inline)) inline float RowValue(TIn x, const float* gelu_bias, int64_t j,
                                                      float* slope) {
   float v = Widen(x);
-  if constexpr (kGelu) GeluAndSlope(v + gelu_bias[j], &v, slope);
+  if constexpr (kP == Prologue::kGelu) GeluAndSlope(v + gelu_bias[j], &v, slope);
   return v;
 }
 
 // The output is bf16.
-template <bool kGelu, typename TIn>
-__attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const float* gelu_bias,
+template <Prologue kP, typename TIn>
+__attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const Extras& e,
                                                            const float* w, const float* b,
                                                            int64_t d, float eps, int64_t begin,
                                                            int64_t end, uint16_t* y, float* mean,
                                                            float* rstd) {
   std::vector<float> row(d);
-  float* r = row.data();
+  float* __restrict r = row.data();
   for (int64_t i = begin; i < end; ++i) {
     const TIn* xi = x + i * d;
-    for (int64_t j = 0; j < d; ++j) {
-      float unused;
-      r[j] = RowValue<kGelu>(xi[j], gelu_bias, j, &unused);
+    if constexpr (kP == Prologue::kAdd) {
+      const uint16_t* di = e.delta + i * d;
+      float* __restrict si = e.sum + i * d;
+      for (int64_t j = 0; j < d; ++j) si[j] = r[j] = Widen(xi[j]) + Bf16BitsToFloat(di[j]);
+    } else {
+      for (int64_t j = 0; j < d; ++j) {
+        float unused;
+        r[j] = RowValue<kP>(xi[j], e.gelu_bias, j, &unused);
+      }
     }
     const float mu = LaneSum(d, [&](int64_t j) { return r[j]; }) / static_cast<float>(d);
     const float var =
@@ -70,19 +94,21 @@ __attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const f
   }
 }
 
-// Rows [begin, end) of one block: dx (of the input's type), and the block's partial dw, db (d
-// each), and with kGelu the partial gradient of gelu_bias, dgelu_part (d).
-template <bool kGelu, typename TIn>
+// Rows [begin, end) of one block: dx (of the input's type) and the block's partial dw, db (d
+// each); with kGelu also gelu_bias's partial gradient, with kAdd also ddelta.
+template <Prologue kP, typename TIn>
 __attribute__((always_inline)) inline void BackwardRowsImpl(
-    const TIn* x, const float* gelu_bias, const uint16_t* dy, const float* w, const float* mean,
+    const TIn* x, const Extras& e, const uint16_t* dy, const float* w, const float* mean,
     const float* rstd, int64_t d, int64_t begin, int64_t end, TIn* __restrict dx,
-    float* __restrict dw_part, float* __restrict db_part, float* __restrict dgelu_part) {
+    float* __restrict dw_part, float* __restrict db_part) {
+  constexpr bool kGelu = kP == Prologue::kGelu;
   // Disjoint rows of one buffer: __restrict lets GCC vectorize the loops that write several of
   // them without run-time overlap checks (with too many pairs to check it would not).
   std::vector<float> buf((kGelu ? 3 : 2) * d);
   float* __restrict xhat = buf.data();
   float* __restrict g = buf.data() + d;
   float* __restrict slope = kGelu ? buf.data() + 2 * d : nullptr;
+  float* __restrict dgelu_part = e.dgelu_part;
   for (int64_t j = 0; j < d; ++j) dw_part[j] = db_part[j] = 0.0f;
   if constexpr (kGelu) {
     for (int64_t j = 0; j < d; ++j) dgelu_part[j] = 0.0f;
@@ -96,7 +122,7 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
       // there, not inside the loop below).
       for (int64_t j = 0; j < d; ++j) {
         float s;
-        xhat[j] = RowValue<kGelu>(xi[j], gelu_bias, j, &s);
+        xhat[j] = RowValue<kP>(xi[j], e.gelu_bias, j, &s);
         slope[j] = s;
       }
     }
@@ -111,141 +137,201 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
     const float a = LaneSum(d, [&](int64_t j) { return g[j]; }) * inv_d;
     const float c = LaneSum(d, [&](int64_t j) { return g[j] * xhat[j]; }) * inv_d;
     TIn* dxi = dx + i * d;
-    for (int64_t j = 0; j < d; ++j) {
-      float dv = rs * (g[j] - a - xhat[j] * c);
-      if constexpr (kGelu) {
-        dv *= slope[j];
-        dgelu_part[j] += dv;
+    if constexpr (kP == Prologue::kAdd) {
+      const float* dsi = e.dsum + i * d;
+      uint16_t* __restrict ddi = e.ddelta + i * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const float dv = rs * (g[j] - a - xhat[j] * c) + dsi[j];
+        Store(dv, dxi + j);
+        ddi[j] = FloatToBf16Bits(dv);
       }
-      Store(dv, dxi + j);
+    } else {
+      for (int64_t j = 0; j < d; ++j) {
+        float dv = rs * (g[j] - a - xhat[j] * c);
+        if constexpr (kGelu) {
+          dv *= slope[j];
+          dgelu_part[j] += dv;
+        }
+        Store(dv, dxi + j);
+      }
     }
   }
 }
 
-// The instantiations, each compiled for several instruction sets, chosen by a tag: Plain
-// (gelu_bias unused) for bf16 or float x, Gelu for bf16 x.
-struct Plain {};
-struct Gelu {};
-GMLP_VECTOR_CLONES
-void ForwardRows(Plain, const uint16_t* x, const float* gelu_bias, const float* w, const float* b,
-                 int64_t d, float eps, int64_t begin, int64_t end, uint16_t* y, float* mean,
-                 float* rstd) {
-  ForwardRowsImpl<false>(x, gelu_bias, w, b, d, eps, begin, end, y, mean, rstd);
-}
-GMLP_VECTOR_CLONES
-void ForwardRows(Plain, const float* x, const float* gelu_bias, const float* w, const float* b,
-                 int64_t d, float eps, int64_t begin, int64_t end, uint16_t* y, float* mean,
-                 float* rstd) {
-  ForwardRowsImpl<false>(x, gelu_bias, w, b, d, eps, begin, end, y, mean, rstd);
-}
-GMLP_VECTOR_CLONES
-void ForwardRows(Gelu, const uint16_t* x, const float* gelu_bias, const float* w, const float* b,
-                 int64_t d, float eps, int64_t begin, int64_t end, uint16_t* y, float* mean,
-                 float* rstd) {
-  ForwardRowsImpl<true>(x, gelu_bias, w, b, d, eps, begin, end, y, mean, rstd);
-}
-GMLP_VECTOR_CLONES
-void BackwardRows(Plain, const uint16_t* x, const float* gelu_bias, const uint16_t* dy,
-                  const float* w, const float* mean, const float* rstd, int64_t d, int64_t begin,
-                  int64_t end, uint16_t* dx, float* dw_part, float* db_part, float* dgelu_part) {
-  BackwardRowsImpl<false>(x, gelu_bias, dy, w, mean, rstd, d, begin, end, dx, dw_part, db_part,
-                          dgelu_part);
-}
-GMLP_VECTOR_CLONES
-void BackwardRows(Plain, const float* x, const float* gelu_bias, const uint16_t* dy, const float* w,
-                  const float* mean, const float* rstd, int64_t d, int64_t begin, int64_t end,
-                  float* dx, float* dw_part, float* db_part, float* dgelu_part) {
-  BackwardRowsImpl<false>(x, gelu_bias, dy, w, mean, rstd, d, begin, end, dx, dw_part, db_part,
-                          dgelu_part);
-}
-GMLP_VECTOR_CLONES
-void BackwardRows(Gelu, const uint16_t* x, const float* gelu_bias, const uint16_t* dy,
-                  const float* w, const float* mean, const float* rstd, int64_t d, int64_t begin,
-                  int64_t end, uint16_t* dx, float* dw_part, float* db_part, float* dgelu_part) {
-  BackwardRowsImpl<true>(x, gelu_bias, dy, w, mean, rstd, d, begin, end, dx, dw_part, db_part,
-                         dgelu_part);
-}
+// The instantiations, each compiled for several instruction sets (GMLP_VECTOR_CLONES) and chosen
+// by a tag: Plain for a bf16 or float x, Gelu for a bf16 x, Add for a float x.
+template <Prologue kP>
+struct Tag {
+  static constexpr Prologue kPrologue = kP;
+};
+using Plain = Tag<Prologue::kNone>;
+using Gelu = Tag<Prologue::kGelu>;
+using Add = Tag<Prologue::kAdd>;
 
-// Calls f(tag, x's data, gelu_bias's data or null): a bf16 x as uint16_t* (bf16 bits), a float32
-// one as float*; with gelu_bias defined (x is then bf16) the Gelu rows.
+#define GMLP_LAYER_NORM_ROWS(TAG, TIN)                                                             \
+  GMLP_VECTOR_CLONES                                                                               \
+  void ForwardRows(TAG, const TIN* x, const Extras& e, const float* w, const float* b, int64_t d,  \
+                   float eps, int64_t begin, int64_t end, uint16_t* y, float* mean, float* rstd) { \
+    ForwardRowsImpl<TAG::kPrologue>(x, e, w, b, d, eps, begin, end, y, mean, rstd);                \
+  }                                                                                                \
+  GMLP_VECTOR_CLONES                                                                               \
+  void BackwardRows(TAG, const TIN* x, const Extras& e, const uint16_t* dy, const float* w,        \
+                    const float* mean, const float* rstd, int64_t d, int64_t begin, int64_t end,   \
+                    TIN* dx, float* dw_part, float* db_part) {                                     \
+    BackwardRowsImpl<TAG::kPrologue>(x, e, dy, w, mean, rstd, d, begin, end, dx, dw_part,          \
+                                     db_part);                                                     \
+  }
+GMLP_LAYER_NORM_ROWS(Plain, uint16_t)
+GMLP_LAYER_NORM_ROWS(Plain, float)
+GMLP_LAYER_NORM_ROWS(Gelu, uint16_t)
+GMLP_LAYER_NORM_ROWS(Add, float)
+#undef GMLP_LAYER_NORM_ROWS
+
+// x's data as the kernels read it: a bf16 tensor as uint16_t* (bf16 bits), a float32 one as
+// float*.
 template <typename F>
-void WithData(const torch::Tensor& x, const torch::Tensor& gelu_bias, F&& f) {
-  if (gelu_bias.defined()) {
-    f(Gelu{}, Bf16Bits(x), gelu_bias.data_ptr<float>());
-  } else if (x.scalar_type() == torch::kBFloat16) {
-    f(Plain{}, Bf16Bits(x), static_cast<const float*>(nullptr));
+void WithData(const torch::Tensor& x, F&& f) {
+  if (x.scalar_type() == torch::kBFloat16) {
+    f(Bf16Bits(x));
   } else {
-    f(Plain{}, x.data_ptr<float>(), static_cast<const float*>(nullptr));
+    f(x.data_ptr<float>());
   }
 }
 
-// gelu_bias_D is an empty placeholder (autograd's inputs must be defined) unless `gelu`.
+// Normalizes the rows of x (N, d) into a new bf16 y; returns y, and the rows' mean and 1/std.
+template <typename TagT, typename TIn>
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Forward(TagT tag, const TIn* x,
+                                                                const Extras& e,
+                                                                const torch::Tensor& w,
+                                                                const torch::Tensor& b, int64_t N,
+                                                                double eps) {
+  const int64_t d = w.numel();
+  const auto f32 = w.options();
+  torch::Tensor y = torch::empty({N, d}, f32.dtype(torch::kBFloat16));
+  torch::Tensor mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
+  at::parallel_for(0, N, kBlockRows, [&](int64_t begin, int64_t end) {
+    ForwardRows(tag, x, e, w.data_ptr<float>(), b.data_ptr<float>(), d, static_cast<float>(eps),
+                begin, end, Bf16Bits(y), mean.data_ptr<float>(), rstd.data_ptr<float>());
+  });
+  return {y, mean, rstd};
+}
+
+// Backward over fixed blocks of rows into dx; returns the weight's and bias's gradients and, for
+// Gelu, gelu_bias's, each summed over the blocks in order.
+template <typename TagT, typename TIn>
+std::vector<torch::Tensor> Backward(TagT tag, const TIn* x, Extras e, const torch::Tensor& dy,
+                                    const torch::Tensor& w, const torch::Tensor& mean,
+                                    const torch::Tensor& rstd, TIn* dx) {
+  const int64_t N = mean.numel(), d = w.numel();
+  const int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
+  const int64_t n_grads = TagT::kPrologue == Prologue::kGelu ? 3 : 2;
+  torch::Tensor parts = torch::empty({n_grads, blocks, d}, w.options());
+  float* const parts_p = parts.data_ptr<float>();
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t blk = first; blk < last; ++blk) {
+      Extras eb = e;
+      if (n_grads == 3) eb.dgelu_part = parts_p + (2 * blocks + blk) * d;
+      BackwardRows(tag, x, eb, Bf16Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
+                   rstd.data_ptr<float>(), d, blk * kBlockRows, std::min(N, (blk + 1) * kBlockRows),
+                   dx, parts_p + blk * d, parts_p + (blocks + blk) * d);
+    }
+  });
+  std::vector<torch::Tensor> grads;
+  for (int64_t k = 0; k < n_grads; ++k) {
+    grads.push_back(torch::empty({d}, w.options()));
+    SumBlocksInOrder(parts_p + k * blocks * d, blocks, d, grads.back().data_ptr<float>());
+  }
+  return grads;
+}
+
+// LayerNorm of x, or with `gelu` of GELU(x + gelu_bias). gelu_bias_D is an empty placeholder
+// (autograd's inputs must be defined) unless `gelu`.
 class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Function> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_ND,
                                const torch::Tensor& gelu_bias_D, const torch::Tensor& weight_D,
                                const torch::Tensor& bias_D, double eps, bool gelu) {
     const torch::Tensor x = x_ND.contiguous();
-    const torch::Tensor gb = gelu ? gelu_bias_D.contiguous() : torch::Tensor();
     const torch::Tensor w = weight_D.contiguous(), b = bias_D.contiguous();
-    const int64_t N = x.size(0), d = x.size(1);
-    torch::Tensor y = torch::empty({N, d}, x.options().dtype(torch::kBFloat16));
-    const auto f32 = x.options().dtype(torch::kFloat32);
-    torch::Tensor mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
-    const float* wp = w.data_ptr<float>();
-    const float* bp = b.data_ptr<float>();
-    WithData(x, gb, [&](auto tag, auto* xp, const float* gbp) {
-      at::parallel_for(0, N, kBlockRows, [&](int64_t begin, int64_t end) {
-        ForwardRows(tag, xp, gbp, wp, bp, d, static_cast<float>(eps), begin, end, Bf16Bits(y),
-                    mean.data_ptr<float>(), rstd.data_ptr<float>());
+    torch::Tensor y, mean, rstd;
+    if (gelu) {
+      const torch::Tensor gb = gelu_bias_D.contiguous();
+      Extras e;
+      e.gelu_bias = gb.data_ptr<float>();
+      std::tie(y, mean, rstd) = Forward(Gelu{}, Bf16Bits(x), e, w, b, x.size(0), eps);
+      ctx->saved_data["gelu_bias"] = gb;
+    } else {
+      WithData(x, [&](auto* xp) {
+        std::tie(y, mean, rstd) = Forward(Plain{}, xp, Extras{}, w, b, x.size(0), eps);
       });
-    });
-    ctx->save_for_backward({x, w});
-    ctx->saved_data["mean"] = mean;
-    ctx->saved_data["rstd"] = rstd;
-    if (gelu) ctx->saved_data["gelu_bias"] = gb;
+    }
+    ctx->save_for_backward({x, w, mean, rstd});
     return y;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x = saved[0];
-    const torch::Tensor& w = saved[1];
-    const torch::Tensor mean = ctx->saved_data["mean"].toTensor();
-    const torch::Tensor rstd = ctx->saved_data["rstd"].toTensor();
-    const auto gb_it = ctx->saved_data.find("gelu_bias");
-    const torch::Tensor gb =
-        gb_it == ctx->saved_data.end() ? torch::Tensor() : gb_it->second.toTensor();
+    const torch::Tensor &x = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
     const torch::Tensor dy = grads[0].to(torch::kBFloat16).contiguous();
-    const int64_t N = x.size(0), d = x.size(1);
-    const int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
     torch::Tensor dx = torch::empty_like(x);
-    // Partial sums per block of rows: dw, db, and the GELU bias's when there is one.
-    torch::Tensor parts = torch::empty({gb.defined() ? 3 : 2, blocks, d}, w.options());
-    float* dw_parts = parts.data_ptr<float>();
-    float* db_parts = dw_parts + blocks * d;
-    float* dgb_parts = gb.defined() ? db_parts + blocks * d : nullptr;
-    WithData(x, gb, [&](auto tag, auto* xp, const float* gbp) {
-      auto* dxp = static_cast<decltype(xp)>(dx.data_ptr());
-      at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
-        for (int64_t blk = first; blk < last; ++blk) {
-          BackwardRows(tag, xp, gbp, Bf16Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
-                       rstd.data_ptr<float>(), d, blk * kBlockRows,
-                       std::min(N, (blk + 1) * kBlockRows), dxp, dw_parts + blk * d,
-                       db_parts + blk * d, dgb_parts == nullptr ? nullptr : dgb_parts + blk * d);
-        }
+    std::vector<torch::Tensor> dp;  // dw, db [, dgelu_bias]
+    const auto gb = ctx->saved_data.find("gelu_bias");
+    if (gb != ctx->saved_data.end()) {
+      Extras e;
+      e.gelu_bias = gb->second.toTensor().data_ptr<float>();
+      dp = Backward(Gelu{}, Bf16Bits(x), e, dy, w, mean, rstd, Bf16Bits(dx));
+    } else {
+      WithData(x, [&](auto* xp) {
+        dp = Backward(Plain{}, xp, Extras{}, dy, w, mean, rstd,
+                      static_cast<decltype(xp)>(dx.data_ptr()));
       });
-    });
-    torch::Tensor dw = torch::empty({d}, w.options()), db = torch::empty({d}, w.options());
-    SumBlocksInOrder(dw_parts, blocks, d, dw.data_ptr<float>());
-    SumBlocksInOrder(db_parts, blocks, d, db.data_ptr<float>());
-    torch::Tensor dgb;
-    if (gb.defined()) {
-      dgb = torch::empty({d}, w.options());
-      SumBlocksInOrder(dgb_parts, blocks, d, dgb.data_ptr<float>());
     }
-    return {dx, dgb, dw, db, torch::Tensor(), torch::Tensor()};
+    return {dx,
+            dp.size() == 3 ? dp[2] : torch::Tensor(),
+            dp[0],
+            dp[1],
+            torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+// (x + delta, LayerNorm(x + delta)) for a float32 x and a bf16 delta.
+class AddLayerNormBf16Function : public torch::autograd::Function<AddLayerNormBf16Function> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const torch::Tensor& x_ND,
+                                                const torch::Tensor& delta_ND,
+                                                const torch::Tensor& weight_D,
+                                                const torch::Tensor& bias_D, double eps) {
+    const torch::Tensor x = x_ND.contiguous(), delta = delta_ND.contiguous();
+    const torch::Tensor w = weight_D.contiguous(), b = bias_D.contiguous();
+    torch::Tensor sum = torch::empty_like(x);
+    Extras e;
+    e.delta = Bf16Bits(delta);
+    e.sum = sum.data_ptr<float>();
+    auto [y, mean, rstd] = Forward(Add{}, x.data_ptr<float>(), e, w, b, x.size(0), eps);
+    // Backward normalizes the sum again, so it is saved (as an output) instead of x and delta.
+    ctx->save_for_backward({sum, w, mean, rstd});
+    return {sum, y};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &sum = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
+    // The sum's own gradient (undefined when nothing else read the sum).
+    const torch::Tensor dsum =
+        grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::zeros_like(sum);
+    const torch::Tensor dy = grads[1].to(torch::kBFloat16).contiguous();
+    torch::Tensor dx = torch::empty_like(sum);
+    torch::Tensor ddelta = torch::empty(sum.sizes(), sum.options().dtype(torch::kBFloat16));
+    Extras e;
+    e.dsum = dsum.data_ptr<float>();
+    e.ddelta = Bf16Bits(ddelta);
+    const std::vector<torch::Tensor> dp =
+        Backward(Add{}, sum.data_ptr<float>(), e, dy, w, mean, rstd, dx.data_ptr<float>());
+    return {dx, ddelta, dp[0], dp[1], torch::Tensor()};
   }
 };
 
@@ -278,6 +364,20 @@ torch::Tensor BiasGeluLayerNormBf16(const torch::Tensor& y_ND, const torch::Tens
               "BiasGeluLayerNormBf16: the GELU bias must be float32 (", y_ND.size(1), ")");
   CheckAffine(y_ND, weight_D, bias_D, "BiasGeluLayerNormBf16");
   return LayerNormBf16Function::apply(y_ND, gelu_bias_D, weight_D, bias_D, eps, true);
+}
+
+std::pair<torch::Tensor, torch::Tensor> AddLayerNormBf16(const torch::Tensor& x_ND,
+                                                         const torch::Tensor& delta_ND,
+                                                         const torch::Tensor& weight_D,
+                                                         const torch::Tensor& bias_D, double eps) {
+  TORCH_CHECK(x_ND.dim() == 2 && x_ND.is_cpu() && x_ND.scalar_type() == torch::kFloat32,
+              "AddLayerNormBf16: x must be a 2-D float32 CPU tensor");
+  TORCH_CHECK(delta_ND.sizes() == x_ND.sizes() && delta_ND.is_cpu() &&
+                  delta_ND.scalar_type() == torch::kBFloat16,
+              "AddLayerNormBf16: delta must be a bf16 CPU tensor of x's shape ", x_ND.sizes());
+  CheckAffine(x_ND, weight_D, bias_D, "AddLayerNormBf16");
+  const auto out = AddLayerNormBf16Function::apply(x_ND, delta_ND, weight_D, bias_D, eps);
+  return {out[0], out[1]};
 }
 
 }  // namespace gmlp::model

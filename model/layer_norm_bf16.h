@@ -12,6 +12,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace gmlp::model {
 
 // x (N, d) bf16 or float32 on the CPU, weight and bias (d) float32: LayerNorm over d, bf16
@@ -29,6 +31,18 @@ torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weig
 torch::Tensor BiasGeluLayerNormBf16(const torch::Tensor& y_ND, const torch::Tensor& gelu_bias_D,
                                     const torch::Tensor& weight_D, const torch::Tensor& bias_D,
                                     double eps);
+
+// (x + delta, LayerNorm(x + delta)) with x (N, d) float32, delta (N, d) bf16, weight and bias
+// float32 (d): a pre-LN block's residual add and the LayerNorm that reads it, in one pass. The
+// sum is float32 (what x + delta gives, exactly), the normalized rows bf16 (as LayerNormBf16 of
+// the sum). Written once and never read back just to be normalized; in backward one pass adds
+// the sum's own gradient to the normalization's and writes it for x and, in bf16, for delta
+// (what autograd would do with an add, a sum of two gradients and a cast). Differentiable in
+// all four.
+std::pair<torch::Tensor, torch::Tensor> AddLayerNormBf16(const torch::Tensor& x_ND,
+                                                         const torch::Tensor& delta_ND,
+                                                         const torch::Tensor& weight_D,
+                                                         const torch::Tensor& bias_D, double eps);
 
 }  // namespace gmlp::model
 

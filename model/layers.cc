@@ -26,6 +26,22 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   return torch::layer_norm(in, {dim_}, weight, bias, eps_);
 }
 
+std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::AddAndNormalize(const Residual& r) {
+  const torch::Tensor& x = r.x;
+  const torch::Tensor& delta = r.delta;
+  if (delta.defined() && x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
+      delta.scalar_type() == torch::kBFloat16 && delta.sizes() == x.sizes() &&
+      weight.scalar_type() == torch::kFloat32 && feeds_matmuls_ && CpuAutocastsToBf16()) {
+    if (x.dim() == 2) return AddLayerNormBf16(x, delta, weight, bias, eps_);  // the blocks' rows
+    auto [sum, y] =
+        AddLayerNormBf16(x.reshape({-1, dim_}), delta.reshape({-1, dim_}), weight, bias, eps_);
+    return {sum.view(x.sizes()), y.view(x.sizes())};
+  }
+  torch::Tensor sum = r.Sum();
+  torch::Tensor y = forward(sum);
+  return {std::move(sum), std::move(y)};
+}
+
 torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
   torch::nn::Linear linear(torch::nn::LinearOptions(d_in, d_out).bias(true));
   torch::NoGradGuard no_grad;

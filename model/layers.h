@@ -10,10 +10,20 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "model/encoder.h"
 
 namespace gmlp::model {
+
+// The residual stream x + delta, in and between pre-LN blocks, with the add possibly not yet
+// done: the LayerNorm that reads the sum next does it in its own pass (AddAndNormalize below),
+// so the sum is not written by one kernel and read back by the next just to be normalized.
+struct Residual {
+  torch::Tensor x;      // (..., d)
+  torch::Tensor delta;  // x's shape, or undefined when nothing is pending
+  torch::Tensor Sum() const { return delta.defined() ? x + delta : x; }
+};
 
 // LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros).
 // Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
@@ -26,6 +36,10 @@ class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls = false);
   torch::Tensor forward(const torch::Tensor& x);
+  // (r.Sum(), forward(r.Sum())). A float32 x plus a bf16 delta on the CPU, where forward would
+  // write bf16 (a norm that feeds matmuls, under bf16 autocast), take one kernel
+  // (layer_norm_bf16.h: AddLayerNormBf16); elsewhere the add and forward, as written.
+  std::pair<torch::Tensor, torch::Tensor> AddAndNormalize(const Residual& r);
   double eps() const { return eps_; }
 
   torch::Tensor weight, bias;

@@ -22,10 +22,10 @@ MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dr
   channel_out_ = register_module("channel_out", MakeLinear(f, d, std));
 }
 
-torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
+Residual MixerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
+  auto [x_ND, h_ND] = token_norm_->AddAndNormalize(in);
   const int64_t n = batch.n, B = batch.B, d = x_ND.size(1), n_max = token_in_weight_.size(1);
   const bool train = is_training();
-  torch::Tensor h_ND = token_norm_(x_ND);
   if (batch.keep_N1.defined()) h_ND = h_ND * batch.keep_N1;
   // Both token GEMMs act on the (n, B*d) view of the sequence-major rows: no transposes.
   const torch::Tensor w1_TN = n == n_max ? token_in_weight_ : token_in_weight_.narrow(1, 0, n);
@@ -34,9 +34,8 @@ torch::Tensor MixerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch&
       torch::gelu(torch::addmm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
   const torch::Tensor y_ND =
       torch::addmm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
-  const torch::Tensor x1_ND = x_ND + Dropout(y_ND, dropout_, train);
-  const torch::Tensor c_ND = channel_out_(LinearGelu(channel_in_, channel_norm_(x1_ND)));
-  return x1_ND + Dropout(c_ND, dropout_, train);
+  const auto [x1_ND, g_ND] = channel_norm_->AddAndNormalize({x_ND, Dropout(y_ND, dropout_, train)});
+  return {x1_ND, Dropout(channel_out_(LinearGelu(channel_in_, g_ND)), dropout_, train)};
 }
 
 namespace {

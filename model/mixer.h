@@ -25,7 +25,7 @@ namespace gmlp::model {
 class MixerBlockImpl : public EncoderBlockImpl {
  public:
   explicit MixerBlockImpl(const EncoderConfig& config);
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
 
  private:
   double dropout_;

@@ -32,9 +32,9 @@ torch::Tensor StackedEncoderImpl::final_norm(const torch::Tensor& hidden_XD) {
 
 torch::Tensor StackedEncoderImpl::Encode(const EncoderInput& input, SeqBatch* batch) {
   *batch = MakeSeqBatch(input, config().max_seq_len, embeddings_->token_weight().scalar_type());
-  torch::Tensor x_ND = embeddings_->forward(input, *batch);
-  for (const auto& block : *blocks_) x_ND = block->as<EncoderBlockImpl>()->forward(x_ND, *batch);
-  return x_ND;
+  Residual r{embeddings_->forward(input, *batch), {}};
+  for (const auto& block : *blocks_) r = block->as<EncoderBlockImpl>()->forward(r, *batch);
+  return r.Sum();
 }
 
 }  // namespace gmlp::model

@@ -22,8 +22,11 @@ namespace gmlp::model {
 // One block of an encoder, built from the EncoderConfig alone.
 class EncoderBlockImpl : public torch::nn::Module {
  public:
-  // x_ND: (n*B, d) -> (n*B, d), on the sequence-major layout of `batch` (layers.h).
-  virtual torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) = 0;
+  // The residual stream in -> out, (n*B, d) on the sequence-major layout of `batch` (layers.h):
+  // the block's output is out.Sum(). A pre-LN block reads in through its first LayerNorm's
+  // AddAndNormalize and leaves its own residual add pending in out.delta for the next block's;
+  // any block may instead read in.Sum() and return {y, {}}.
+  virtual Residual forward(const Residual& in, const SeqBatch& batch) = 0;
 };
 
 // BlockSpec::make for a Block with an `explicit Block(const EncoderConfig&)` constructor.

@@ -78,17 +78,19 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
   return attn_out_(o_ND);
 }
 
-torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x_ND, const SeqBatch& batch) {
+Residual TransformerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   auto ffn = [this](const torch::Tensor& h_ND) { return ffn_out_(LinearGelu(ffn_in_, h_ND)); };
   const bool train = is_training();
   if (pre_ln_) {
-    const torch::Tensor y_ND =
-        x_ND + Dropout(SelfAttention(attn_norm_(x_ND), batch), dropout_, train);
-    return y_ND + Dropout(ffn(ffn_norm_(y_ND)), dropout_, train);
+    const auto [x_ND, h_ND] = attn_norm_->AddAndNormalize(in);
+    const torch::Tensor attn_ND = Dropout(SelfAttention(h_ND, batch), dropout_, train);
+    const auto [y_ND, g_ND] = ffn_norm_->AddAndNormalize({x_ND, attn_ND});
+    return {y_ND, Dropout(ffn(g_ND), dropout_, train)};
   }
+  const torch::Tensor x_ND = in.Sum();
   const torch::Tensor y_ND =
       attn_norm_(x_ND + Dropout(SelfAttention(x_ND, batch), dropout_, train));
-  return ffn_norm_(y_ND + Dropout(ffn(y_ND), dropout_, train));
+  return {ffn_norm_(y_ND + Dropout(ffn(y_ND), dropout_, train)), {}};
 }
 
 namespace {

@@ -23,7 +23,7 @@ namespace gmlp::model {
 class TransformerBlockImpl : public EncoderBlockImpl {
  public:
   explicit TransformerBlockImpl(const EncoderConfig& config);
-  torch::Tensor forward(const torch::Tensor& x_ND, const SeqBatch& batch) override;
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
   // softmax(q k^T / sqrt(k) [+ ALiBi bias] + padding bias) v, heads concatenated, then
   // attn_out. h_ND is the (already normalized, for pre-LN) block input. Under CPU bf16 autocast
   // the part between the two projections is one kernel (attention_bf16.h).

@@ -219,7 +219,7 @@ TEST(SguInitTest, ZeroSpatialWeightGivesPlainGatedFfn) {
     SeqBatch batch;
     batch.n = n;
     batch.B = B;
-    const torch::Tensor out = block->forward(x_ND, batch);
+    const torch::Tensor out = block->forward(Residual{x_ND, {}}, batch).Sum();
     const torch::Tensor h =
         torch::layer_norm(x_ND, {c.d_model}, p["norm.weight"], p["norm.bias"], c.layer_norm_eps);
     torch::Tensor s;

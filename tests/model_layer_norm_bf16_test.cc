@@ -1,8 +1,12 @@
 // model::LayerNormBf16 (and LayerNorm's use of it) against ATen's layer_norm in float64 on the
 // same bf16 values: the output within bf16 rounding, the input gradient within bf16 rounding,
-// the weight and bias gradients to float accuracy, independent of the thread count.
+// the weight and bias gradients to float accuracy, independent of the thread count. Its fused
+// forms (GELU before it, a residual add before it) against the compositions they replace.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <string>
+#include <tuple>
 
 #include "model/autocast.h"
 #include "model/layer_norm_bf16.h"
@@ -218,6 +222,115 @@ TEST(LayerNormBf16Test, LayerNormModuleUsesItForBf16) {
     EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), ref, 1.0 / 128, 1e-3));
     EXPECT_EQ(norm(x).scalar_type(), torch::kFloat);  // feeds_matmuls not set
   }
+}
+
+// AddLayerNormBf16 against what it replaces: ATen's x + delta (float32) and LayerNormBf16 of the
+// sum, with autograd summing the sum's two gradients and casting delta's. The sum is the same
+// bits (one float add of the same values); the rest within one rounding of the result's type.
+struct AddNormGrads {
+  torch::Tensor sum, y, dx, ddelta, dw, db;
+};
+
+AddNormGrads AddNormalize(bool fused, const torch::Tensor& x0, const torch::Tensor& delta0,
+                          const torch::Tensor& w0, const torch::Tensor& b0,
+                          const torch::Tensor& dsum, const torch::Tensor& dy) {
+  const torch::Tensor x = x0.clone().requires_grad_(), delta = delta0.clone().requires_grad_();
+  const torch::Tensor w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+  torch::Tensor sum, y;
+  if (fused) {
+    std::tie(sum, y) = AddLayerNormBf16(x, delta, w, b, 1e-5);
+  } else {
+    sum = x + delta;
+    y = LayerNormBf16(sum, w, b, 1e-5);
+  }
+  EXPECT_EQ(sum.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  torch::Tensor loss = (y.to(torch::kDouble) * dy.to(torch::kDouble)).sum();
+  if (dsum.defined()) loss = loss + (sum.to(torch::kDouble) * dsum).sum();  // else y alone
+  loss.backward();
+  EXPECT_EQ(delta.grad().scalar_type(), torch::kBFloat16);
+  const auto f64 = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble); };
+  return {f64(sum), f64(y), f64(x.grad()), f64(delta.grad()), f64(w.grad()), f64(b.grad())};
+}
+
+TEST(LayerNormBf16Test, AddLayerNormMatchesTheAddThenTheLayerNorm) {
+  torch::manual_seed(11);
+  for (const int64_t d : {5, 16, 128, 384}) {  // below, at and off the lane width; d_model
+    for (const bool sum_read_elsewhere : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "d " << d << " sum read " << sum_read_elsewhere);
+      const int64_t N = 300;  // several 64-row blocks and a partial one
+      const torch::Tensor x = torch::randn({N, d}) * 3 - 1;  // the float32 residual stream
+      const torch::Tensor delta = (torch::randn({N, d}) * 0.5).to(torch::kBFloat16);
+      const torch::Tensor w = torch::randn({d}) * 0.5 + 1, b = torch::randn({d}) * 0.1;
+      const torch::Tensor dsum =
+          sum_read_elsewhere ? torch::randn({N, d}, torch::kDouble) : torch::Tensor();
+      const torch::Tensor dy = torch::randn({N, d}).to(torch::kBFloat16);
+      const AddNormGrads f = AddNormalize(true, x, delta, w, b, dsum, dy);
+      const AddNormGrads r = AddNormalize(false, x, delta, w, b, dsum, dy);
+      EXPECT_TRUE(f.sum.equal(r.sum));
+      const double bf16_ulp = 1.0 / 128;
+      EXPECT_TRUE(Near(f.y, r.y, bf16_ulp, 1e-6)) << (f.y - r.y).abs().max();
+      const double dx_scale = r.dx.abs().max().item<double>();
+      EXPECT_TRUE(Near(f.dx, r.dx, 1e-5, 1e-6 * dx_scale)) << (f.dx - r.dx).abs().max();
+      EXPECT_TRUE(Near(f.ddelta, r.ddelta, bf16_ulp, 1e-6 * dx_scale))
+          << (f.ddelta - r.ddelta).abs().max();
+      EXPECT_TRUE(Near(f.dw, r.dw, 1e-5, 1e-5)) << (f.dw - r.dw).abs().max();
+      EXPECT_TRUE(Near(f.db, r.db, 1e-5, 1e-5)) << (f.db - r.db).abs().max();
+    }
+  }
+}
+
+TEST(LayerNormBf16Test, AddLayerNormSameBitsForAnyThreadCount) {
+  torch::manual_seed(12);
+  const torch::Tensor x = torch::randn({517, 96}) * 2;
+  const torch::Tensor delta = torch::randn({517, 96}).to(torch::kBFloat16);
+  const torch::Tensor w = torch::rand({96}) + 0.5, b = torch::randn({96});
+  const torch::Tensor dsum = torch::randn({517, 96}, torch::kDouble);
+  const torch::Tensor dy = torch::randn({517, 96}).to(torch::kBFloat16);
+  const auto [one, many] =
+      testing::AtOneAndManyThreads([&] { return AddNormalize(true, x, delta, w, b, dsum, dy); });
+  EXPECT_TRUE(one.sum.equal(many.sum));
+  EXPECT_TRUE(one.y.equal(many.y));
+  EXPECT_TRUE(one.dx.equal(many.dx));
+  EXPECT_TRUE(one.ddelta.equal(many.ddelta));
+  EXPECT_TRUE(one.dw.equal(many.dw));
+  EXPECT_TRUE(one.db.equal(many.db));
+}
+
+// LayerNorm::AddAndNormalize takes the kernel only where forward would write bf16 from a float32
+// sum (a norm that feeds matmuls, under bf16 autocast, a bf16 delta), and returns the plain add
+// and forward everywhere else.
+TEST(LayerNormBf16Test, AddAndNormalizeTakesTheKernelWhereItApplies) {
+  torch::manual_seed(13);
+  LayerNorm pre_matmul(8, 1e-5, /*feeds_matmuls=*/true), plain(8, 1e-5);
+  const torch::Tensor x = torch::randn({12, 8});  // the blocks' (N, d) rows
+  const torch::Tensor delta = torch::randn({12, 8}).to(torch::kBFloat16);
+  const auto from_kernel = [](const torch::Tensor& sum) {
+    return sum.grad_fn() != nullptr &&
+           sum.grad_fn()->name().find("AddLayerNormBf16") != std::string::npos;
+  };
+  const torch::Tensor xg = x.clone().requires_grad_();
+  {
+    AutocastScope autocast(true);
+    const auto [sum, y] = pre_matmul->AddAndNormalize({xg, delta});
+    EXPECT_TRUE(from_kernel(sum)) << sum.grad_fn()->name();
+    EXPECT_EQ(sum.sizes(), x.sizes());
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(sum.equal(xg + delta));
+    const torch::Tensor ref = torch::layer_norm((x + delta).to(torch::kDouble), {8}, {}, {}, 1e-5);
+    EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), ref, 1.0 / 128, 1e-3));
+
+    EXPECT_FALSE(from_kernel(plain->AddAndNormalize({xg, delta}).first));  // writes float32
+    const auto [same_x, y_only] = pre_matmul->AddAndNormalize({xg, {}});   // nothing to add
+    EXPECT_TRUE(same_x.is_same(xg));
+    EXPECT_TRUE(y_only.equal(pre_matmul(xg)));
+    // Other shapes go through the same kernel on their (N, d) rows.
+    const auto [sum3, y3] =
+        pre_matmul->AddAndNormalize({xg.view({3, 4, 8}), delta.view({3, 4, 8})});
+    EXPECT_TRUE(sum3.equal(sum.view({3, 4, 8})));
+    EXPECT_TRUE(y3.equal(y.view({3, 4, 8})));
+  }
+  EXPECT_FALSE(from_kernel(pre_matmul->AddAndNormalize({xg, delta}).first));  // autocast off
 }
 
 }  // namespace

@@ -173,7 +173,9 @@ TEST_P(ParityTest, OneBlockMatchesPlainOpsReference) {
   const SeqBatch batch = MakeSeqBatch(in, c.max_seq_len, torch::kDouble);
   const torch::Tensor x_BnD = torch::randn({B, n, c.d_model}, torch::kDouble);
   const torch::Tensor x_ND = x_BnD.transpose(0, 1).reshape({n * B, c.d_model});
-  const torch::Tensor out_ND = block->forward(x_ND, batch);
+  // The block's input arrives with a residual add still pending, as it does in the stack.
+  const torch::Tensor pending_ND = torch::randn_like(x_ND);
+  const torch::Tensor out_ND = block->forward(Residual{x_ND - pending_ND, pending_ND}, batch).Sum();
   const torch::Tensor out = SeqMajorToBatchMajor(out_ND, n, B);
   const torch::Tensor ref = RefBlock(x_BnD, in.pad_mask, block->named_parameters(), "", c);
   // Padded positions hold garbage by design; compare the real ones.
