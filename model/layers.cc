@@ -13,14 +13,19 @@ LayerNormImpl::LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls)
   bias = register_parameter("bias", torch::zeros({dim}));
 }
 
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+bool LayerNormImpl::WritesBf16(const torch::Tensor& x) const {
   const auto type = x.scalar_type();
   const bool to_bf16 = type == torch::kBFloat16 ||
                        (type == torch::kFloat32 && feeds_matmuls_ && CpuAutocastsToBf16());
-  if (to_bf16 && x.is_cpu() && weight.scalar_type() == torch::kFloat32) {
+  return to_bf16 && x.is_cpu() && weight.scalar_type() == torch::kFloat32;
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  if (WritesBf16(x)) {
     // Written in bf16, computed in float (layer_norm_bf16.h): no casts around it.
     return LayerNormBf16(x.reshape({-1, dim_}), weight, bias, eps_).view(x.sizes());
   }
+  const auto type = x.scalar_type();
   const torch::Tensor in =
       (type == torch::kBFloat16 || type == torch::kHalf) ? x.to(weight.scalar_type()) : x;
   return torch::layer_norm(in, {dim_}, weight, bias, eps_);
@@ -29,9 +34,8 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
 std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::AddAndNormalize(const Residual& r) {
   const torch::Tensor& x = r.x;
   const torch::Tensor& delta = r.delta;
-  if (delta.defined() && x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
-      delta.scalar_type() == torch::kBFloat16 && delta.sizes() == x.sizes() &&
-      weight.scalar_type() == torch::kFloat32 && feeds_matmuls_ && CpuAutocastsToBf16()) {
+  if (delta.defined() && x.scalar_type() == torch::kFloat32 &&
+      delta.scalar_type() == torch::kBFloat16 && delta.sizes() == x.sizes() && WritesBf16(x)) {
     if (x.dim() == 2) return AddLayerNormBf16(x, delta, weight, bias, eps_);  // the blocks' rows
     auto [sum, y] =
         AddLayerNormBf16(x.reshape({-1, dim_}), delta.reshape({-1, dim_}), weight, bias, eps_);

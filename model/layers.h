@@ -45,6 +45,9 @@ class LayerNormImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 
  private:
+  // Whether forward(x) runs the bf16 kernel (LayerNormBf16), which writes bf16.
+  bool WritesBf16(const torch::Tensor& x) const;
+
   int64_t dim_;
   double eps_;
   bool feeds_matmuls_;
