@@ -1,4 +1,4 @@
-// gmlp's fused bf16 CPU kernels against the ATen ops they replace, forward + backward, at the
+// gmlp's fused CPU kernels against the ATen ops they replace, forward + backward, at the
 // shapes a gmlp-tiny / gmlp-small training step runs them (32 x 128 rows):
 //
 //   layer_norm   model::LayerNormBf16 vs the casts it replaced: bf16 -> fp32, ATen's
@@ -6,9 +6,14 @@
 //                and a LayerNorm at d_model)
 //   layer_norm_f32_in  the same kernel on an fp32 input (a pre-LN block's LayerNorm), bf16 out,
 //                vs ATen's fp32 layer_norm and a cast to bf16
-//   gelu         model::BiasGeluBf16 vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
+//   gelu         model::BiasGelu vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
 //                gMLP's Z2 half; d_model, as the MLM head)
-//   gelu_gate    model::BiasGeluGateBf16 vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//   gelu_gate    model::BiasGeluGate vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//   gelu_f32, gelu_gate_f32  the same kernels on float32 activations without a bias, as the
+//                float32 step runs them (the bias stays in addmm), vs gelu(y) [* gate]
+//   linear_gelu_gate_f32[_bias_in_kernel]  gMLP-tiny's U1 matmul with GELU and the gate in
+//                float32: addmm + the kernel (as layers.cc runs it), or mm + the kernel adding the
+//                bias, vs ATen's addmm, gelu and product
 //   add_layer_norm  model::AddLayerNormBf16 (a pre-LN block's residual add and LayerNorm in one
 //                pass) vs ATen's add and model::LayerNormBf16 on the sum
 //   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
@@ -23,8 +28,9 @@
 // With gmlp's allocator setting, as the trainer runs (fresh buffers would page-fault).
 //
 // Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
-//                        [--ops=layer_norm,gelu,gelu_gate,layer_norm_f32_in,add_layer_norm,
-//                         attention,attention_heads]
+//                        [--ops=layer_norm,gelu,gelu_gate,gelu_f32,gelu_gate_f32,
+//                         linear_gelu_gate_f32,linear_gelu_gate_f32_bias_in_kernel,
+//                         layer_norm_f32_in,add_layer_norm,attention,attention_heads]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -40,7 +46,7 @@
 #include "model/attention_bf16.h"
 #include "model/autocast.h"
 #include "model/dropout.h"
-#include "model/gelu_bf16.h"
+#include "model/gelu_cpu.h"
 #include "model/layer_norm_bf16.h"
 
 namespace {
@@ -98,8 +104,8 @@ torch::Tensor FloatLeaf(int64_t d, double scale, double shift) {
 }
 
 std::vector<Case> Cases() {
-  using gmlp::model::BiasGeluBf16;
-  using gmlp::model::BiasGeluGateBf16;
+  using gmlp::model::BiasGelu;
+  using gmlp::model::BiasGeluGate;
   using gmlp::model::LayerNormBf16;
   std::vector<Case> cases;
   const int64_t N = 32 * 128;
@@ -127,7 +133,7 @@ std::vector<Case> Cases() {
          N,
          d,
          {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0)},
-         One([](const Leaves& l) { return BiasGeluBf16(l[0], l[1]); }),
+         One([](const Leaves& l) { return BiasGelu(l[0], l[1]); }),
          One([](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)); }),
          2 * act + 3 * act});
     cases.push_back(
@@ -136,9 +142,48 @@ std::vector<Case> Cases() {
          N,
          d,
          {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 0), Bf16Leaf(N, d, 0.1, 1)},
-         One([](const Leaves& l) { return BiasGeluGateBf16(l[0], l[1], l[2]); }),
+         One([](const Leaves& l) { return BiasGeluGate(l[0], l[1], l[2]); }),
          One([](const Leaves& l) { return torch::gelu(l[0] + l[1].to(torch::kBFloat16)) * l[2]; }),
          3 * act + 5 * act});  // y, gate in, out; y, gate, dout in, dy, dgate out
+    // The float32 step's GELU and gate: the bias stays in addmm, the kernel runs without one.
+    const torch::Tensor y32 = torch::randn({N, d});
+    const torch::Tensor gate32 = torch::randn({N, d}) * 0.1 + 1;
+    cases.push_back({"gelu_f32",
+                     shape,
+                     N,
+                     d,
+                     {y32.clone().requires_grad_()},
+                     One([](const Leaves& l) { return BiasGelu(l[0], {}); }),
+                     One([](const Leaves& l) { return torch::gelu(l[0]); }),
+                     2 * (2 * act + 3 * act)});  // float32: twice the bf16 bytes
+    cases.push_back({"gelu_gate_f32",
+                     shape,
+                     N,
+                     d,
+                     {y32.clone().requires_grad_(), gate32.clone().requires_grad_()},
+                     One([](const Leaves& l) { return BiasGeluGate(l[0], {}, l[1]); }),
+                     One([](const Leaves& l) { return torch::gelu(l[0]) * l[1]; }),
+                     2 * (3 * act + 5 * act)});
+  }
+  // Where the float32 step's bias goes: gMLP-tiny's U1 (128 -> 384) with GELU and the gate,
+  // forward and backward, as layers.cc runs it (addmm with the bias, the kernel without) and
+  // with the bias moved into the kernel (mm, as under bf16 autocast); both against ATen.
+  for (const bool bias_in_gemm : {true, false}) {
+    const int64_t d_in = 128, f = 384;
+    cases.push_back(
+        {bias_in_gemm ? "linear_gelu_gate_f32" : "linear_gelu_gate_f32_bias_in_kernel",
+         "gmlp-tiny U1 (128 -> 384)",
+         N,
+         f,
+         {torch::randn({N, d_in}).requires_grad_(),
+          (torch::randn({f, d_in}) * 0.05).requires_grad_(), FloatLeaf(f, 0.1, 0),
+          (torch::randn({N, f}) * 0.1 + 1).requires_grad_()},
+         One([bias_in_gemm](const Leaves& l) {
+           return bias_in_gemm ? BiasGeluGate(torch::linear(l[0], l[1], l[2]), {}, l[3])
+                               : BiasGeluGate(torch::linear(l[0], l[1]), l[2], l[3]);
+         }),
+         One([](const Leaves& l) { return torch::gelu(torch::linear(l[0], l[1], l[2])) * l[3]; }),
+         0});  // GEMM-bound: no copy floor
   }
   // A pre-LN block's LayerNorm: the fp32 residual stream in, bf16 out for the matmuls, against
   // ATen's fp32 layer_norm and one cast (a gMLP block casts it twice, once per matmul).

@@ -33,7 +33,7 @@ inline bool Bf16IsFast() {
   return fast;
 }
 
-// Whether CPU autocast is on and casts to bf16 (the kernels of gelu_bf16.h are then used).
+// Whether CPU autocast is on and casts to bf16 (the kernels of gelu_cpu.h are then used).
 inline bool CpuAutocastsToBf16() {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
   return at::autocast::is_autocast_enabled(at::kCPU) &&

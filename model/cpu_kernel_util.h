@@ -1,5 +1,5 @@
 // Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_bf16.cc,
-// gelu_bf16.cc, pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for
+// gelu_cpu.cc, pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for
 // several instruction sets, with bf16 handled as its 16 bits.
 #ifndef GMLP_MODEL_CPU_KERNEL_UTIL_H_
 #define GMLP_MODEL_CPU_KERNEL_UTIL_H_

@@ -26,7 +26,7 @@ torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weig
 // LayerNorm(GELU(y + gelu_bias)) with y (N, d) bf16, the other three float32 (d): gMLP's
 // f(Z2) = W LayerNorm(Z2) + b begins with the LayerNorm of Z2 = GELU(U2 x), which is read by
 // nothing else. Done in one pass, Z2 (N, d) is neither written nor read back: GELU is recomputed
-// from y in backward (as gelu_bf16.h's backward does), where the normalized gradient goes on
+// from y in backward (as gelu_cpu.h's backward does), where the normalized gradient goes on
 // through GELU' in the same pass. Differentiable in all four; y's gradient is bf16.
 torch::Tensor BiasGeluLayerNormBf16(const torch::Tensor& y_ND, const torch::Tensor& gelu_bias_D,
                                     const torch::Tensor& weight_D, const torch::Tensor& bias_D,

@@ -2,7 +2,7 @@
 #include "model/layers.h"
 
 #include "model/autocast.h"
-#include "model/gelu_bf16.h"
+#include "model/gelu_cpu.h"
 #include "model/layer_norm_bf16.h"
 
 namespace gmlp::model {
@@ -56,22 +56,30 @@ torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
 
 torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
                          const torch::Tensor& gate) {
-  const torch::Tensor& b = linear->bias;
-  torch::Tensor z;
-  if (x.is_cpu() && b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16()) {
-    const torch::Tensor y = torch::linear(x, linear->weight);  // bf16 under autocast
-    if (y.scalar_type() != torch::kBFloat16) {  // an input autocast leaves alone (float64)
-      z = torch::gelu(y + b);
-    } else {
-      const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
-      if (gate.defined() && gate.scalar_type() == torch::kBFloat16) {
-        return BiasGeluGateBf16(y_NF, b, gate.reshape(y_NF.sizes())).view(y.sizes());
-      }
-      z = BiasGeluBf16(y_NF, b).view(y.sizes());
-    }
-  } else {
-    z = torch::gelu(linear(x));
+  if (!x.is_cpu()) {
+    const torch::Tensor z = torch::gelu(linear(x));
+    return gate.defined() ? z * gate : z;
   }
+  // Under bf16 autocast the bias goes to the kernel (oneDNN's bf16 addmm is the slower GEMM); in
+  // float32 it stays in addmm (OpenBLAS's sgemm is the faster one with it).
+  const torch::Tensor& b = linear->bias;
+  const bool bias_in_kernel =
+      b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16();
+  const torch::Tensor y = bias_in_kernel ? torch::linear(x, linear->weight) : linear(x);
+  const auto type = y.scalar_type();
+  const bool gate_in_kernel = gate.defined() && gate.scalar_type() == type && gate.is_cpu();
+  // bf16 always takes the kernel (ATen's bf16 gelu converts around every step); float32 only
+  // with the gate: GELU alone runs as fast in ATen's float32 kernels (bench/RESULTS.md).
+  if (type == torch::kBFloat16 || (type == torch::kFloat32 && gate_in_kernel)) {
+    const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
+    const torch::Tensor kernel_bias = bias_in_kernel ? b : torch::Tensor();
+    if (gate_in_kernel) {
+      return BiasGeluGate(y_NF, kernel_bias, gate.reshape(y_NF.sizes())).view(y.sizes());
+    }
+    const torch::Tensor z = BiasGelu(y_NF, kernel_bias).view(y.sizes());
+    return gate.defined() ? z * gate : z;
+  }
+  const torch::Tensor z = torch::gelu(bias_in_kernel ? y + b : y);  // float32, float64
   return gate.defined() ? z * gate : z;
 }
 

@@ -57,9 +57,10 @@ TORCH_MODULE(LayerNorm);
 // Dense layer d_in -> d_out with weight ~ N(0, std^2) and zero bias (BERT's initialization).
 torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
 
-// GELU(linear(x)), or GELU(linear(x)) * gate when gate is defined. Under CPU bf16 autocast the
-// matmul runs without its bias and one kernel adds the bias, applies GELU and the gate
-// (gelu_bf16.h); elsewhere these are ATen's ops, as written.
+// GELU(linear(x)), or GELU(linear(x)) * gate when gate is defined. On the CPU one kernel applies
+// GELU and the gate (gelu_cpu.h) to bf16 activations, and to float32 ones with a gate; under bf16
+// autocast the matmul runs without its bias and the kernel adds it. Elsewhere (a GPU, float32
+// without a gate, float64) these are ATen's ops, as written.
 torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
                          const torch::Tensor& gate = {});
 

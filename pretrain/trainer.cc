@@ -211,9 +211,10 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
       logits_MV = forward_(t.input, t.masked_index);
     }
     torch::Tensor ce, argmax_M;
-    if (logits_MV.is_cpu() && logits_MV.scalar_type() == torch::kBFloat16) {
-      // Read in bf16, no (M, V) fp32 copy or log-probabilities (model/softmax_xent.h). fp32
-      // keeps ATen's kernels below, so fp32 runs stay bit-identical to earlier ones.
+    const auto type = logits_MV.scalar_type();
+    if (logits_MV.is_cpu() && (type == torch::kBFloat16 || type == torch::kFloat32)) {
+      // One pass for the loss and the argmax, one for the gradient, no (M, V) log-probabilities
+      // (or fp32 copy of bf16 logits): model/softmax_xent.h.
       model::SoftmaxXent xent = model::SoftmaxCrossEntropy(logits_MV, t.labels);
       ce = xent.loss_M.sum();
       argmax_M = std::move(xent.argmax_M);
