@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 // On a function: compiled for x86-64-v4 (AVX-512, with 64-bit vector multiplies), x86-64-v3
 // (AVX2, FMA) and the baseline; the loader picks one for the CPU at start-up. Files that use it
@@ -84,6 +85,28 @@ inline void SumBlocksInOrder(const float* parts, int64_t blocks, int64_t d, floa
 // A contiguous bf16 tensor's elements as their bits, for the kernels' uint16_t loops.
 inline uint16_t* Bf16Bits(const at::Tensor& t) {
   return reinterpret_cast<uint16_t*>(t.data_ptr<at::BFloat16>());
+}
+
+// A contiguous bf16 or float32 tensor's elements as a kernel templated on T reads them (bf16 as
+// its bits: T = uint16_t), or null when the tensor is undefined.
+template <typename T>
+T* KernelData(const at::Tensor& t) {
+  if (!t.defined()) return nullptr;
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    return Bf16Bits(t);
+  } else {
+    return t.data_ptr<float>();
+  }
+}
+
+// f(T{}) with T the kernels' element type for t's dtype: uint16_t for bf16, float for float32.
+template <typename F>
+void WithKernelType(const at::Tensor& t, F&& f) {
+  if (t.scalar_type() == at::kBFloat16) {
+    f(uint16_t{});
+  } else {
+    f(float{});
+  }
 }
 
 }  // namespace gmlp::model

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "model/cpu_kernel_util.h"
@@ -98,27 +97,6 @@ GMLP_GELU_ROWS(uint16_t)
 GMLP_GELU_ROWS(float)
 #undef GMLP_GELU_ROWS
 
-// A tensor's elements as the kernels read them (bf16 as its bits), or null when undefined.
-template <typename T>
-T* DataOrNull(const torch::Tensor& t) {
-  if (!t.defined()) return nullptr;
-  if constexpr (std::is_same_v<T, uint16_t>) {
-    return Bf16Bits(t);
-  } else {
-    return t.data_ptr<float>();
-  }
-}
-
-// f(T{}) with T the kernels' element type for t's dtype (bf16 or float32).
-template <typename F>
-void WithElementType(const torch::Tensor& t, F&& f) {
-  if (t.scalar_type() == torch::kBFloat16) {
-    f(uint16_t{});
-  } else {
-    f(float{});
-  }
-}
-
 class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
  public:
   // bias_F and gate_NF are ignored (empty placeholders: autograd's inputs must be defined)
@@ -135,10 +113,10 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
     torch::Tensor out = torch::empty_like(y);
     const float* bp = b.data_ptr<float>();
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(F, 1));
-    WithElementType(y, [&](auto t) {
+    WithKernelType(y, [&](auto t) {
       using T = decltype(t);
       at::parallel_for(0, N, grain, [&](int64_t begin, int64_t end) {
-        ForwardRows(DataOrNull<T>(y), bp, DataOrNull<T>(gate), F, begin, end, DataOrNull<T>(out));
+        ForwardRows(KernelData<T>(y), bp, KernelData<T>(gate), F, begin, end, KernelData<T>(out));
       });
     });
     ctx->save_for_backward({y, b});
@@ -162,13 +140,13 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
     torch::Tensor dgate = gate.defined() ? torch::empty_like(gate) : torch::Tensor();
     torch::Tensor parts = torch::empty({blocks, F}, b.options());
     float* db_parts = parts.data_ptr<float>();
-    WithElementType(y, [&](auto t) {
+    WithKernelType(y, [&](auto t) {
       using T = decltype(t);
       at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
         for (int64_t blk = first; blk < last; ++blk) {
-          BackwardRows(DataOrNull<T>(y), b.data_ptr<float>(), DataOrNull<T>(gate),
-                       DataOrNull<T>(dout), F, blk * kBlockRows,
-                       std::min(N, (blk + 1) * kBlockRows), DataOrNull<T>(dy), DataOrNull<T>(dgate),
+          BackwardRows(KernelData<T>(y), b.data_ptr<float>(), KernelData<T>(gate),
+                       KernelData<T>(dout), F, blk * kBlockRows,
+                       std::min(N, (blk + 1) * kBlockRows), KernelData<T>(dy), KernelData<T>(dgate),
                        db_parts + blk * F);
         }
       });

@@ -187,17 +187,6 @@ GMLP_LAYER_NORM_ROWS(Gelu, uint16_t)
 GMLP_LAYER_NORM_ROWS(Add, float)
 #undef GMLP_LAYER_NORM_ROWS
 
-// x's data as the kernels read it: a bf16 tensor as uint16_t* (bf16 bits), a float32 one as
-// float*.
-template <typename F>
-void WithData(const torch::Tensor& x, F&& f) {
-  if (x.scalar_type() == torch::kBFloat16) {
-    f(Bf16Bits(x));
-  } else {
-    f(x.data_ptr<float>());
-  }
-}
-
 // Normalizes the rows of x (N, d) into a new bf16 y; returns y, and the rows' mean and 1/std.
 template <typename TagT, typename TIn>
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Forward(TagT tag, const TIn* x,
@@ -261,8 +250,9 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
       std::tie(y, mean, rstd) = Forward(Gelu{}, Bf16Bits(x), e, w, b, x.size(0), eps);
       ctx->saved_data["gelu_bias"] = gb;
     } else {
-      WithData(x, [&](auto* xp) {
-        std::tie(y, mean, rstd) = Forward(Plain{}, xp, Extras{}, w, b, x.size(0), eps);
+      WithKernelType(x, [&](auto t) {
+        std::tie(y, mean, rstd) =
+            Forward(Plain{}, KernelData<decltype(t)>(x), Extras{}, w, b, x.size(0), eps);
       });
     }
     ctx->save_for_backward({x, w, mean, rstd});
@@ -282,9 +272,9 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
       e.gelu_bias = gb->second.toTensor().data_ptr<float>();
       dp = Backward(Gelu{}, Bf16Bits(x), e, dy, w, mean, rstd, Bf16Bits(dx));
     } else {
-      WithData(x, [&](auto* xp) {
-        dp = Backward(Plain{}, xp, Extras{}, dy, w, mean, rstd,
-                      static_cast<decltype(xp)>(dx.data_ptr()));
+      WithKernelType(x, [&](auto t) {
+        using T = decltype(t);
+        dp = Backward(Plain{}, KernelData<T>(x), Extras{}, dy, w, mean, rstd, KernelData<T>(dx));
       });
     }
     return {dx,
