@@ -14,8 +14,12 @@
 //   linear_gelu_gate_f32[_bias_in_kernel]  gMLP-tiny's U1 matmul with GELU and the gate in
 //                float32: addmm + the kernel (as layers.cc runs it), or mm + the kernel adding the
 //                bias, vs ATen's addmm, gelu and product
-//   add_layer_norm  model::AddLayerNormBf16 (a pre-LN block's residual add and LayerNorm in one
+//   gelu_layer_norm_f32  model::BiasGeluLayerNorm in float32 without a bias (gMLP's Z2 and the
+//                SGU's LayerNorm as the float32 step runs them) vs layer_norm(gelu(y))
+//   add_layer_norm  model::AddLayerNorm (a pre-LN block's residual add and LayerNorm in one
 //                pass) vs ATen's add and model::LayerNormBf16 on the sum
+//   add_layer_norm_f32  the same in float32 (delta and the output too) vs ATen's add and
+//                layer_norm
 //   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
 //                autocast (aMLP's tiny attention, one 64-wide head over 128 positions, a quarter
 //                of the keys padded in half the sequences)
@@ -30,7 +34,8 @@
 // Usage: fused_ops_bench [--threads=2] [--rounds=7] [--iters=30]
 //                        [--ops=layer_norm,gelu,gelu_gate,gelu_f32,gelu_gate_f32,
 //                         linear_gelu_gate_f32,linear_gelu_gate_f32_bias_in_kernel,
-//                         layer_norm_f32_in,add_layer_norm,attention,attention_heads]
+//                         gelu_layer_norm_f32,layer_norm_f32_in,add_layer_norm,
+//                         add_layer_norm_f32,attention,attention_heads]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -47,7 +52,7 @@
 #include "model/autocast.h"
 #include "model/dropout.h"
 #include "model/gelu_cpu.h"
-#include "model/layer_norm_bf16.h"
+#include "model/layer_norm_cpu.h"
 
 namespace {
 
@@ -164,6 +169,19 @@ std::vector<Case> Cases() {
                      One([](const Leaves& l) { return BiasGeluGate(l[0], {}, l[1]); }),
                      One([](const Leaves& l) { return torch::gelu(l[0]) * l[1]; }),
                      2 * (3 * act + 5 * act)});
+    // The float32 step's GELU and SGU LayerNorm (gMLP's Z2), the bias in addmm.
+    cases.push_back({"gelu_layer_norm_f32",
+                     shape,
+                     N,
+                     d,
+                     {y32.clone().requires_grad_(), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+                     One([](const Leaves& l) {
+                       return gmlp::model::BiasGeluLayerNorm(l[0], {}, l[1], l[2], 1e-5);
+                     }),
+                     One([d = d](const Leaves& l) {
+                       return torch::layer_norm(torch::gelu(l[0]), {d}, l[1], l[2], 1e-5);
+                     }),
+                     2 * (2 * act + 3 * act)});  // y in, out; y, dout in, dy out
   }
   // Where the float32 step's bias goes: gMLP-tiny's U1 (128 -> 384) with GELU and the gate,
   // forward and backward, as layers.cc runs it (addmm with the bias, the kernel without) and
@@ -210,7 +228,7 @@ std::vector<Case> Cases() {
                    {(torch::randn({N, d}) * 2).requires_grad_(), Bf16Leaf(N, d, 0.5, 0),
                     FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
                    [](const Leaves& l) {
-                     auto [sum, y] = gmlp::model::AddLayerNormBf16(l[0], l[1], l[2], l[3], 1e-5);
+                     auto [sum, y] = gmlp::model::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
                      return Outputs{sum, y};
                    },
                    [](const Leaves& l) {
@@ -219,6 +237,25 @@ std::vector<Case> Cases() {
                    },
                    // x, delta in, sum, y out; sum, dsum, dy in, dx, ddelta out
                    2 * act + act + 2 * act + act + 2 * act + 2 * act + act + 2 * act + act});
+  // The same in float32 (no autocast): both float32, the normalized rows too, against ATen's add
+  // and fp32 layer_norm.
+  cases.push_back(
+      {"add_layer_norm_f32",
+       "d_model = 128",
+       N,
+       d,
+       {(torch::randn({N, d}) * 2).requires_grad_(), (torch::randn({N, d}) * 0.5).requires_grad_(),
+        FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+       [](const Leaves& l) {
+         auto [sum, y] = gmlp::model::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
+         return Outputs{sum, y};
+       },
+       [](const Leaves& l) {
+         const torch::Tensor sum = l[0] + l[1];
+         return Outputs{sum, torch::layer_norm(sum, {128}, l[2], l[3], 1e-5)};
+       },
+       // x, delta in, sum, y out; sum, dsum, dy in, dx out (delta's is dx)
+       2 * 2 * 4 * N * d + 3 * 4 * N * d + 4 * N * d});
   // aMLP-tiny's tiny attention: q|k|v (N, 3a) in, (N, a) out, as gmlp.cc wrote it before the
   // kernel (the key bias is float32, as the encoders build it under autocast).
   const int64_t n = 128, B = N / n, a = 64;

@@ -1,4 +1,4 @@
-// Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_bf16.cc,
+// Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_cpu.cc,
 // gelu_cpu.cc, pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for
 // several instruction sets, with bf16 handled as its 16 bits.
 #ifndef GMLP_MODEL_CPU_KERNEL_UTIL_H_

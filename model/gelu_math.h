@@ -1,5 +1,5 @@
 // GELU and its derivative in plain float arithmetic, shared by the kernels that apply GELU
-// (gelu_cpu.cc) and that normalize its output (layer_norm_bf16.cc).
+// (gelu_cpu.cc) and that normalize its output (layer_norm_cpu.cc).
 #ifndef GMLP_MODEL_GELU_MATH_H_
 #define GMLP_MODEL_GELU_MATH_H_
 

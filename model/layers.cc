@@ -3,7 +3,7 @@
 
 #include "model/autocast.h"
 #include "model/gelu_cpu.h"
-#include "model/layer_norm_bf16.h"
+#include "model/layer_norm_cpu.h"
 
 namespace gmlp::model {
 
@@ -22,7 +22,7 @@ bool LayerNormImpl::WritesBf16(const torch::Tensor& x) const {
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   if (WritesBf16(x)) {
-    // Written in bf16, computed in float (layer_norm_bf16.h): no casts around it.
+    // Written in bf16, computed in float (layer_norm_cpu.h): no casts around it.
     return LayerNormBf16(x.reshape({-1, dim_}), weight, bias, eps_).view(x.sizes());
   }
   const auto type = x.scalar_type();
@@ -34,11 +34,15 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
 std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::AddAndNormalize(const Residual& r) {
   const torch::Tensor& x = r.x;
   const torch::Tensor& delta = r.delta;
-  if (delta.defined() && x.scalar_type() == torch::kFloat32 &&
-      delta.scalar_type() == torch::kBFloat16 && delta.sizes() == x.sizes() && WritesBf16(x)) {
-    if (x.dim() == 2) return AddLayerNormBf16(x, delta, weight, bias, eps_);  // the blocks' rows
+  // One kernel where forward(x + delta) would write delta's dtype: bf16 (a norm that feeds
+  // matmuls, under bf16 autocast) for a bf16 delta, float32 (no autocast) for a float32 one.
+  const bool kernel = delta.defined() && x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
+                      weight.scalar_type() == torch::kFloat32 && delta.sizes() == x.sizes() &&
+                      delta.scalar_type() == (WritesBf16(x) ? torch::kBFloat16 : torch::kFloat32);
+  if (kernel) {
+    if (x.dim() == 2) return AddLayerNorm(x, delta, weight, bias, eps_);  // the blocks' rows
     auto [sum, y] =
-        AddLayerNormBf16(x.reshape({-1, dim_}), delta.reshape({-1, dim_}), weight, bias, eps_);
+        AddLayerNorm(x.reshape({-1, dim_}), delta.reshape({-1, dim_}), weight, bias, eps_);
     return {sum.view(x.sizes()), y.view(x.sizes())};
   }
   torch::Tensor sum = r.Sum();
@@ -85,14 +89,20 @@ torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
 
 torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm) {
   const torch::Tensor& b = linear->bias;
-  if (x.is_cpu() && b.defined() && b.scalar_type() == torch::kFloat32 &&
-      norm->weight.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16()) {
-    const torch::Tensor y = torch::linear(x, linear->weight);  // bf16 under autocast
-    if (y.scalar_type() != torch::kBFloat16) return norm(torch::gelu(y + b));  // e.g. float64
-    const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
-    return BiasGeluLayerNormBf16(y_NF, b, norm->weight, norm->bias, norm->eps()).view(y.sizes());
+  if (!x.is_cpu() || !b.defined() || b.scalar_type() != torch::kFloat32 ||
+      norm->weight.scalar_type() != torch::kFloat32) {
+    return norm(LinearGelu(linear, x));
   }
-  return norm(LinearGelu(linear, x));
+  // As in LinearGelu: under bf16 autocast the bias goes to the kernel, in float32 it stays in
+  // addmm.
+  const bool bf16 = CpuAutocastsToBf16();
+  const torch::Tensor y = bf16 ? torch::linear(x, linear->weight) : linear(x);
+  if (y.scalar_type() != (bf16 ? torch::kBFloat16 : torch::kFloat32)) {  // e.g. float64
+    return norm(torch::gelu(bf16 ? y + b : y));
+  }
+  const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
+  return BiasGeluLayerNorm(y_NF, bf16 ? b : torch::Tensor(), norm->weight, norm->bias, norm->eps())
+      .view(y.sizes());
 }
 
 SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype) {

@@ -28,7 +28,7 @@ struct Residual {
 // LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros).
 // Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
 // autocast in LibTorch 1.13 would otherwise run it in bf16, which loses the small variances.
-// On the CPU a bf16 input gives a bf16 output (layer_norm_bf16.h: computed in float, no casts);
+// On the CPU a bf16 input gives a bf16 output (layer_norm_cpu.h: computed in float, no casts);
 // elsewhere the output is fp32. A LayerNorm whose output only feeds matmuls (`feeds_matmuls`: a
 // pre-LN block's norms) also writes bf16 for an fp32 input on the CPU under bf16 autocast, the
 // dtype those matmuls would cast it to anyway.
@@ -36,9 +36,10 @@ class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls = false);
   torch::Tensor forward(const torch::Tensor& x);
-  // (r.Sum(), forward(r.Sum())). A float32 x plus a bf16 delta on the CPU, where forward would
-  // write bf16 (a norm that feeds matmuls, under bf16 autocast), take one kernel
-  // (layer_norm_bf16.h: AddLayerNormBf16); elsewhere the add and forward, as written.
+  // (r.Sum(), forward(r.Sum())). On the CPU a float32 x plus a delta of the dtype forward would
+  // write take one kernel (layer_norm_cpu.h: AddLayerNorm): a bf16 delta where forward writes
+  // bf16 (a norm that feeds matmuls, under bf16 autocast), a float32 delta where it writes
+  // float32. Elsewhere the add and forward, as written.
   std::pair<torch::Tensor, torch::Tensor> AddAndNormalize(const Residual& r);
   double eps() const { return eps_; }
 
@@ -64,9 +65,10 @@ torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
 torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
                          const torch::Tensor& gate = {});
 
-// norm(GELU(linear(x))): under CPU bf16 autocast the matmul runs without its bias and one kernel
-// adds it, applies GELU and normalizes (layer_norm_bf16.h), so GELU's output is never stored;
-// elsewhere the composition of LinearGelu and the norm.
+// norm(GELU(linear(x))): on the CPU, after the matmul one kernel applies GELU and normalizes
+// (layer_norm_cpu.h), so GELU's output is never stored; under bf16 autocast the matmul runs
+// without its bias and the kernel adds it (as in LinearGelu). Elsewhere (a GPU, float64) the
+// composition of LinearGelu and the norm.
 torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm);
 
 // Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().

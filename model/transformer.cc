@@ -87,10 +87,13 @@ Residual TransformerBlockImpl::forward(const Residual& in, const SeqBatch& batch
     const auto [y_ND, g_ND] = ffn_norm_->AddAndNormalize({x_ND, attn_ND});
     return {y_ND, Dropout(ffn(g_ND), dropout_, train)};
   }
+  // Post-LN: the norms read the sums (in one pass with the add where AddAndNormalize can), and
+  // only their outputs go on.
   const torch::Tensor x_ND = in.Sum();
   const torch::Tensor y_ND =
-      attn_norm_(x_ND + Dropout(SelfAttention(x_ND, batch), dropout_, train));
-  return {ffn_norm_(y_ND + Dropout(ffn(y_ND), dropout_, train)), {}};
+      attn_norm_->AddAndNormalize({x_ND, Dropout(SelfAttention(x_ND, batch), dropout_, train)})
+          .second;
+  return {ffn_norm_->AddAndNormalize({y_ND, Dropout(ffn(y_ND), dropout_, train)}).second, {}};
 }
 
 namespace {

@@ -24,13 +24,10 @@ absl::StatusOr<torch::Tensor> MlmEvalSums(const MlmForwardFn& forward, data::Mlm
       model::AutocastScope autocast(bf16);
       logits_MV = forward(t.input, t.masked_index);
     }
-    logits_MV = logits_MV.to(torch::kFloat32);
+    const MlmLoss loss = MaskedLmLoss(logits_MV, t.labels);
     // Each batch's float32 sum is added in float64, as a host-side double sum would be.
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits_MV, t.labels,
-                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .to(torch::kFloat64);
-    correct += logits_MV.argmax(1).eq(t.labels).sum().to(torch::kFloat64);
+    loss_sum += loss.sum.to(torch::kFloat64);
+    correct += loss.argmax_M.eq(t.labels).sum().to(torch::kFloat64);
     count += static_cast<double>(t.labels.size(0));
   }
   return torch::stack({loss_sum, correct, count});

@@ -58,6 +58,21 @@ MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device) {
   return t;
 }
 
+MlmLoss MaskedLmLoss(const torch::Tensor& logits_MV, const torch::Tensor& labels_M) {
+  const auto type = logits_MV.scalar_type();
+  if (logits_MV.is_cpu() && (type == torch::kBFloat16 || type == torch::kFloat32)) {
+    // One pass for the loss and the argmax, one for the gradient, no (M, V) log-probabilities
+    // (or fp32 copy of bf16 logits).
+    model::SoftmaxXent xent = model::SoftmaxCrossEntropy(logits_MV, labels_M);
+    return {xent.loss_M.sum(), std::move(xent.argmax_M)};
+  }
+  const torch::Tensor logits = logits_MV.to(torch::kFloat32);
+  return {torch::nn::functional::cross_entropy(
+              logits, labels_M,
+              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)),
+          logits.detach().argmax(1)};
+}
+
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> module,
                  MlmForwardFn forward, data::MlmLoader* train, data::MlmLoader* valid, Dist* dist)
     : options_(std::move(options)),
@@ -210,24 +225,10 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
       model::AutocastScope autocast(config_.bf16);
       logits_MV = forward_(t.input, t.masked_index);
     }
-    torch::Tensor ce, argmax_M;
-    const auto type = logits_MV.scalar_type();
-    if (logits_MV.is_cpu() && (type == torch::kBFloat16 || type == torch::kFloat32)) {
-      // One pass for the loss and the argmax, one for the gradient, no (M, V) log-probabilities
-      // (or fp32 copy of bf16 logits): model/softmax_xent.h.
-      model::SoftmaxXent xent = model::SoftmaxCrossEntropy(logits_MV, t.labels);
-      ce = xent.loss_M.sum();
-      argmax_M = std::move(xent.argmax_M);
-    } else {
-      logits_MV = logits_MV.to(torch::kFloat32);
-      ce = torch::nn::functional::cross_entropy(
-          logits_MV, t.labels,
-          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-      argmax_M = logits_MV.detach().argmax(1);
-    }
-    (ce / denom).backward();
-    loss_sum += ce.detach();
-    correct += argmax_M.eq(t.labels).sum();
+    const MlmLoss loss = MaskedLmLoss(logits_MV, t.labels);
+    (loss.sum / denom).backward();
+    loss_sum += loss.sum.detach();
+    correct += loss.argmax_M.eq(t.labels).sum();
   }
   sync_->Finish();
   torch::Tensor sums = torch::stack({loss_sum, correct});

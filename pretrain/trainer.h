@@ -158,6 +158,16 @@ struct MlmTensors {
 };
 MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device = torch::kCPU);
 
+// The MLM loss of a batch's masked rows: `sum` is the float32 sum over rows of
+// -log softmax(logits)[label] (differentiable), `argmax_M` each row's prediction. bf16 or float32
+// logits on the CPU take one fused pass (model/softmax_xent.h: no (M, V) log-probabilities);
+// elsewhere ATen's cross_entropy on float32 logits.
+struct MlmLoss {
+  torch::Tensor sum;
+  torch::Tensor argmax_M;
+};
+MlmLoss MaskedLmLoss(const torch::Tensor& logits_MV, const torch::Tensor& labels_M);
+
 }  // namespace gmlp::pretrain
 
 #endif  // GMLP_PRETRAIN_TRAINER_H_

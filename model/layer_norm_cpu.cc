@@ -1,5 +1,5 @@
-// bf16 LayerNorm on the CPU (see layer_norm_bf16.h).
-#include "model/layer_norm_bf16.h"
+// LayerNorm on the CPU, alone or fused (see layer_norm_cpu.h).
+#include "model/layer_norm_cpu.h"
 
 #include <ATen/Parallel.h>
 
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,22 +37,26 @@ inline float LaneSum(int64_t d, F&& term) {
 }
 
 // What the rows hold before they are normalized, the kernel's prologue:
-//   kNone  the input x itself (TIn is uint16_t, bf16 bits, or float);
-//   kGelu  GELU(x + gelu_bias) of a bf16 matmul output x, recomputed in backward, where the
+//   kNone  the input x itself;
+//   kGelu  GELU(x + gelu_bias) of a matmul output x, recomputed in backward, where the
 //          gradient then goes on through GELU' to x and to gelu_bias;
-//   kAdd   x + delta: a float32 x (the residual stream) plus a bf16 delta (a block's output).
-//          The sum is written too; backward reads it as its x, adds the sum's own gradient to
-//          the normalization's and writes that for x and, in bf16, for delta.
+//   kAdd   x + delta: a float32 x (the residual stream) plus a block's output delta. The sum is
+//          written too; backward reads it as its x, adds the sum's own gradient (if any) to the
+//          normalization's and writes that for x and, when delta is bf16, for delta.
 enum class Prologue { kNone, kGelu, kAdd };
 
+// Element types: TIn is x's (uint16_t, bf16 bits, or float), TAct the activations' around the
+// norm: its output y and y's gradient, and delta and its gradient (uint16_t or float).
+
 // What a prologue reads or writes besides x, y and the statistics (null where unused).
+template <typename TAct>
 struct Extras {
   const float* gelu_bias = nullptr;  // kGelu: (d)
   float* dgelu_part = nullptr;       // kGelu, backward: this block of rows' partial sum (d)
-  const uint16_t* delta = nullptr;   // kAdd, forward: (N, d)
+  const TAct* delta = nullptr;       // kAdd, forward: (N, d)
   float* sum = nullptr;              // kAdd, forward: (N, d)
   const float* dsum = nullptr;       // kAdd, backward: the sum's gradient from its other uses
-  uint16_t* ddelta = nullptr;        // kAdd, backward: (N, d)
+  TAct* ddelta = nullptr;            // kAdd, backward, bf16 delta: (N, d)
 };
 
 template <Prologue kP, typename TIn>
@@ -62,21 +67,20 @@ __attribute__((always_inline)) inline float RowValue(TIn x, const float* gelu_bi
   return v;
 }
 
-// The output is bf16.
-template <Prologue kP, typename TIn>
-__attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const Extras& e,
+template <Prologue kP, typename TIn, typename TAct>
+__attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const Extras<TAct>& e,
                                                            const float* w, const float* b,
                                                            int64_t d, float eps, int64_t begin,
-                                                           int64_t end, uint16_t* y, float* mean,
+                                                           int64_t end, TAct* y, float* mean,
                                                            float* rstd) {
   std::vector<float> row(d);
   float* __restrict r = row.data();
   for (int64_t i = begin; i < end; ++i) {
     const TIn* xi = x + i * d;
     if constexpr (kP == Prologue::kAdd) {
-      const uint16_t* di = e.delta + i * d;
+      const TAct* di = e.delta + i * d;
       float* __restrict si = e.sum + i * d;
-      for (int64_t j = 0; j < d; ++j) si[j] = r[j] = Widen(xi[j]) + Bf16BitsToFloat(di[j]);
+      for (int64_t j = 0; j < d; ++j) si[j] = r[j] = Widen(xi[j]) + Widen(di[j]);
     } else {
       for (int64_t j = 0; j < d; ++j) {
         float unused;
@@ -87,18 +91,18 @@ __attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const E
     const float var =
         LaneSum(d, [&](int64_t j) { return (r[j] - mu) * (r[j] - mu); }) / static_cast<float>(d);
     const float rs = 1.0f / std::sqrt(var + eps);
-    uint16_t* yi = y + i * d;
-    for (int64_t j = 0; j < d; ++j) yi[j] = FloatToBf16Bits((r[j] - mu) * rs * w[j] + b[j]);
+    TAct* __restrict yi = y + i * d;
+    for (int64_t j = 0; j < d; ++j) Store((r[j] - mu) * rs * w[j] + b[j], yi + j);
     mean[i] = mu;
     rstd[i] = rs;
   }
 }
 
 // Rows [begin, end) of one block: dx (of the input's type) and the block's partial dw, db (d
-// each); with kGelu also gelu_bias's partial gradient, with kAdd also ddelta.
-template <Prologue kP, typename TIn>
+// each); with kGelu also gelu_bias's partial gradient, with kAdd and a bf16 delta also ddelta.
+template <Prologue kP, typename TIn, typename TAct>
 __attribute__((always_inline)) inline void BackwardRowsImpl(
-    const TIn* x, const Extras& e, const uint16_t* dy, const float* w, const float* mean,
+    const TIn* x, const Extras<TAct>& e, const TAct* dy, const float* w, const float* mean,
     const float* rstd, int64_t d, int64_t begin, int64_t end, TIn* __restrict dx,
     float* __restrict dw_part, float* __restrict db_part) {
   constexpr bool kGelu = kP == Prologue::kGelu;
@@ -115,7 +119,7 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
   }
   for (int64_t i = begin; i < end; ++i) {
     const TIn* xi = x + i * d;
-    const uint16_t* dyi = dy + i * d;
+    const TAct* dyi = dy + i * d;
     const float mu = mean[i], rs = rstd[i];
     if constexpr (kGelu) {
       // GELU and its slope first, in a loop of their own (as in forward: GCC vectorizes GELU
@@ -127,7 +131,7 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
       }
     }
     for (int64_t j = 0; j < d; ++j) {
-      const float dyj = Bf16BitsToFloat(dyi[j]);
+      const float dyj = Widen(dyi[j]);
       xhat[j] = ((kGelu ? xhat[j] : Widen(xi[j])) - mu) * rs;
       g[j] = dyj * w[j];
       dw_part[j] += dyj * xhat[j];
@@ -138,12 +142,22 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
     const float c = LaneSum(d, [&](int64_t j) { return g[j] * xhat[j]; }) * inv_d;
     TIn* dxi = dx + i * d;
     if constexpr (kP == Prologue::kAdd) {
-      const float* dsi = e.dsum + i * d;
-      uint16_t* __restrict ddi = e.ddelta + i * d;
-      for (int64_t j = 0; j < d; ++j) {
-        const float dv = rs * (g[j] - a - xhat[j] * c) + dsi[j];
-        Store(dv, dxi + j);
-        ddi[j] = FloatToBf16Bits(dv);
+      // A float32 delta's gradient is dx itself (no second copy); a bf16 one is dx rounded.
+      constexpr bool kWriteDdelta = !std::is_same_v<TAct, float>;
+      TAct* __restrict ddi = kWriteDdelta ? e.ddelta + i * d : nullptr;
+      if (e.dsum != nullptr) {
+        const float* dsi = e.dsum + i * d;
+        for (int64_t j = 0; j < d; ++j) {
+          const float dv = rs * (g[j] - a - xhat[j] * c) + dsi[j];
+          Store(dv, dxi + j);
+          if constexpr (kWriteDdelta) Store(dv, ddi + j);
+        }
+      } else {
+        for (int64_t j = 0; j < d; ++j) {
+          const float dv = rs * (g[j] - a - xhat[j] * c);
+          Store(dv, dxi + j);
+          if constexpr (kWriteDdelta) Store(dv, ddi + j);
+        }
       }
     } else {
       for (int64_t j = 0; j < d; ++j) {
@@ -159,7 +173,8 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
 }
 
 // The instantiations, each compiled for several instruction sets (GMLP_VECTOR_CLONES) and chosen
-// by a tag: Plain for a bf16 or float x, Gelu for a bf16 x, Add for a float x.
+// by a tag: Plain for a bf16 or float x normalized into bf16, Gelu and Add into bf16 (under bf16
+// autocast) or float32.
 template <Prologue kP>
 struct Tag {
   static constexpr Prologue kPrologue = kP;
@@ -168,47 +183,52 @@ using Plain = Tag<Prologue::kNone>;
 using Gelu = Tag<Prologue::kGelu>;
 using Add = Tag<Prologue::kAdd>;
 
-#define GMLP_LAYER_NORM_ROWS(TAG, TIN)                                                             \
-  GMLP_VECTOR_CLONES                                                                               \
-  void ForwardRows(TAG, const TIN* x, const Extras& e, const float* w, const float* b, int64_t d,  \
-                   float eps, int64_t begin, int64_t end, uint16_t* y, float* mean, float* rstd) { \
-    ForwardRowsImpl<TAG::kPrologue>(x, e, w, b, d, eps, begin, end, y, mean, rstd);                \
-  }                                                                                                \
-  GMLP_VECTOR_CLONES                                                                               \
-  void BackwardRows(TAG, const TIN* x, const Extras& e, const uint16_t* dy, const float* w,        \
-                    const float* mean, const float* rstd, int64_t d, int64_t begin, int64_t end,   \
-                    TIN* dx, float* dw_part, float* db_part) {                                     \
-    BackwardRowsImpl<TAG::kPrologue>(x, e, dy, w, mean, rstd, d, begin, end, dx, dw_part,          \
-                                     db_part);                                                     \
+#define GMLP_LAYER_NORM_ROWS(TAG, TIN, TACT)                                                     \
+  GMLP_VECTOR_CLONES                                                                             \
+  void ForwardRows(TAG, const TIN* x, const Extras<TACT>& e, const float* w, const float* b,     \
+                   int64_t d, float eps, int64_t begin, int64_t end, TACT* y, float* mean,       \
+                   float* rstd) {                                                                \
+    ForwardRowsImpl<TAG::kPrologue>(x, e, w, b, d, eps, begin, end, y, mean, rstd);              \
+  }                                                                                              \
+  GMLP_VECTOR_CLONES                                                                             \
+  void BackwardRows(TAG, const TIN* x, const Extras<TACT>& e, const TACT* dy, const float* w,    \
+                    const float* mean, const float* rstd, int64_t d, int64_t begin, int64_t end, \
+                    TIN* dx, float* dw_part, float* db_part) {                                   \
+    BackwardRowsImpl<TAG::kPrologue>(x, e, dy, w, mean, rstd, d, begin, end, dx, dw_part,        \
+                                     db_part);                                                   \
   }
-GMLP_LAYER_NORM_ROWS(Plain, uint16_t)
-GMLP_LAYER_NORM_ROWS(Plain, float)
-GMLP_LAYER_NORM_ROWS(Gelu, uint16_t)
-GMLP_LAYER_NORM_ROWS(Add, float)
+GMLP_LAYER_NORM_ROWS(Plain, uint16_t, uint16_t)
+GMLP_LAYER_NORM_ROWS(Plain, float, uint16_t)
+GMLP_LAYER_NORM_ROWS(Gelu, uint16_t, uint16_t)
+GMLP_LAYER_NORM_ROWS(Gelu, float, float)
+GMLP_LAYER_NORM_ROWS(Add, float, uint16_t)
+GMLP_LAYER_NORM_ROWS(Add, float, float)
 #undef GMLP_LAYER_NORM_ROWS
 
-// Normalizes the rows of x (N, d) into a new bf16 y; returns y, and the rows' mean and 1/std.
-template <typename TagT, typename TIn>
+// Normalizes the rows of x (N, d) into a new y of TAct's type (`y_type`); returns y, and the
+// rows' mean and 1/std.
+template <typename TagT, typename TIn, typename TAct>
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Forward(TagT tag, const TIn* x,
-                                                                const Extras& e,
+                                                                const Extras<TAct>& e,
                                                                 const torch::Tensor& w,
                                                                 const torch::Tensor& b, int64_t N,
                                                                 double eps) {
   const int64_t d = w.numel();
   const auto f32 = w.options();
-  torch::Tensor y = torch::empty({N, d}, f32.dtype(torch::kBFloat16));
+  torch::Tensor y = torch::empty(
+      {N, d}, f32.dtype(std::is_same_v<TAct, float> ? torch::kFloat32 : torch::kBFloat16));
   torch::Tensor mean = torch::empty({N}, f32), rstd = torch::empty({N}, f32);
   at::parallel_for(0, N, kBlockRows, [&](int64_t begin, int64_t end) {
     ForwardRows(tag, x, e, w.data_ptr<float>(), b.data_ptr<float>(), d, static_cast<float>(eps),
-                begin, end, Bf16Bits(y), mean.data_ptr<float>(), rstd.data_ptr<float>());
+                begin, end, KernelData<TAct>(y), mean.data_ptr<float>(), rstd.data_ptr<float>());
   });
   return {y, mean, rstd};
 }
 
 // Backward over fixed blocks of rows into dx; returns the weight's and bias's gradients and, for
 // Gelu, gelu_bias's, each summed over the blocks in order.
-template <typename TagT, typename TIn>
-std::vector<torch::Tensor> Backward(TagT tag, const TIn* x, Extras e, const torch::Tensor& dy,
+template <typename TagT, typename TIn, typename TAct>
+std::vector<torch::Tensor> Backward(TagT tag, const TIn* x, Extras<TAct> e, const torch::Tensor& dy,
                                     const torch::Tensor& w, const torch::Tensor& mean,
                                     const torch::Tensor& rstd, TIn* dx) {
   const int64_t N = mean.numel(), d = w.numel();
@@ -218,9 +238,9 @@ std::vector<torch::Tensor> Backward(TagT tag, const TIn* x, Extras e, const torc
   float* const parts_p = parts.data_ptr<float>();
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
     for (int64_t blk = first; blk < last; ++blk) {
-      Extras eb = e;
+      Extras<TAct> eb = e;
       if (n_grads == 3) eb.dgelu_part = parts_p + (2 * blocks + blk) * d;
-      BackwardRows(tag, x, eb, Bf16Bits(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
+      BackwardRows(tag, x, eb, KernelData<TAct>(dy), w.data_ptr<float>(), mean.data_ptr<float>(),
                    rstd.data_ptr<float>(), d, blk * kBlockRows, std::min(N, (blk + 1) * kBlockRows),
                    dx, parts_p + blk * d, parts_p + (blocks + blk) * d);
     }
@@ -233,26 +253,32 @@ std::vector<torch::Tensor> Backward(TagT tag, const TIn* x, Extras e, const torc
   return grads;
 }
 
-// LayerNorm of x, or with `gelu` of GELU(x + gelu_bias). gelu_bias_D is an empty placeholder
-// (autograd's inputs must be defined) unless `gelu`.
-class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Function> {
+// LayerNorm of x into bf16, or with `gelu` of GELU(x + gelu_bias) into x's dtype. gelu_bias_D is
+// an empty placeholder (autograd's inputs must be defined) unless `gelu` and `has_gelu_bias`;
+// without a bias the kernel adds zeros and backward drops the bias gradient.
+class LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_ND,
                                const torch::Tensor& gelu_bias_D, const torch::Tensor& weight_D,
-                               const torch::Tensor& bias_D, double eps, bool gelu) {
+                               const torch::Tensor& bias_D, double eps, bool gelu,
+                               bool has_gelu_bias) {
     const torch::Tensor x = x_ND.contiguous();
     const torch::Tensor w = weight_D.contiguous(), b = bias_D.contiguous();
     torch::Tensor y, mean, rstd;
     if (gelu) {
-      const torch::Tensor gb = gelu_bias_D.contiguous();
-      Extras e;
-      e.gelu_bias = gb.data_ptr<float>();
-      std::tie(y, mean, rstd) = Forward(Gelu{}, Bf16Bits(x), e, w, b, x.size(0), eps);
+      const torch::Tensor gb = has_gelu_bias ? gelu_bias_D.contiguous() : torch::zeros_like(w);
+      WithKernelType(x, [&](auto t) {
+        using T = decltype(t);
+        Extras<T> e;
+        e.gelu_bias = gb.data_ptr<float>();
+        std::tie(y, mean, rstd) = Forward(Gelu{}, KernelData<T>(x), e, w, b, x.size(0), eps);
+      });
       ctx->saved_data["gelu_bias"] = gb;
+      ctx->saved_data["has_gelu_bias"] = has_gelu_bias;
     } else {
       WithKernelType(x, [&](auto t) {
         std::tie(y, mean, rstd) =
-            Forward(Plain{}, KernelData<decltype(t)>(x), Extras{}, w, b, x.size(0), eps);
+            Forward(Plain{}, KernelData<decltype(t)>(x), Extras<uint16_t>{}, w, b, x.size(0), eps);
       });
     }
     ctx->save_for_backward({x, w, mean, rstd});
@@ -263,31 +289,36 @@ class LayerNormBf16Function : public torch::autograd::Function<LayerNormBf16Func
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
-    const torch::Tensor dy = grads[0].to(torch::kBFloat16).contiguous();
     torch::Tensor dx = torch::empty_like(x);
-    std::vector<torch::Tensor> dp;  // dw, db [, dgelu_bias]
     const auto gb = ctx->saved_data.find("gelu_bias");
-    if (gb != ctx->saved_data.end()) {
-      Extras e;
-      e.gelu_bias = gb->second.toTensor().data_ptr<float>();
-      dp = Backward(Gelu{}, Bf16Bits(x), e, dy, w, mean, rstd, Bf16Bits(dx));
-    } else {
-      WithKernelType(x, [&](auto t) {
-        using T = decltype(t);
-        dp = Backward(Plain{}, KernelData<T>(x), Extras{}, dy, w, mean, rstd, KernelData<T>(dx));
-      });
-    }
+    const bool gelu = gb != ctx->saved_data.end();
+    // The output's dtype: x's for Gelu, bf16 for Plain.
+    const torch::Tensor dy = grads[0].to(gelu ? x.scalar_type() : torch::kBFloat16).contiguous();
+    std::vector<torch::Tensor> dp;  // dw, db [, dgelu_bias]
+    WithKernelType(x, [&](auto t) {
+      using T = decltype(t);
+      if (gelu) {
+        Extras<T> e;
+        e.gelu_bias = gb->second.toTensor().data_ptr<float>();
+        dp = Backward(Gelu{}, KernelData<T>(x), e, dy, w, mean, rstd, KernelData<T>(dx));
+      } else {
+        dp = Backward(Plain{}, KernelData<T>(x), Extras<uint16_t>{}, dy, w, mean, rstd,
+                      KernelData<T>(dx));
+      }
+    });
+    const bool has_gelu_bias = gelu && ctx->saved_data["has_gelu_bias"].toBool();
     return {dx,
-            dp.size() == 3 ? dp[2] : torch::Tensor(),
+            has_gelu_bias ? dp[2] : torch::Tensor(),
             dp[0],
             dp[1],
+            torch::Tensor(),
             torch::Tensor(),
             torch::Tensor()};
   }
 };
 
-// (x + delta, LayerNorm(x + delta)) for a float32 x and a bf16 delta.
-class AddLayerNormBf16Function : public torch::autograd::Function<AddLayerNormBf16Function> {
+// (x + delta, LayerNorm(x + delta)) for a float32 x and a bf16 or float32 delta.
+class AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunction> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const torch::Tensor& x_ND,
@@ -296,13 +327,17 @@ class AddLayerNormBf16Function : public torch::autograd::Function<AddLayerNormBf
                                                 const torch::Tensor& bias_D, double eps) {
     const torch::Tensor x = x_ND.contiguous(), delta = delta_ND.contiguous();
     const torch::Tensor w = weight_D.contiguous(), b = bias_D.contiguous();
-    torch::Tensor sum = torch::empty_like(x);
-    Extras e;
-    e.delta = Bf16Bits(delta);
-    e.sum = sum.data_ptr<float>();
-    auto [y, mean, rstd] = Forward(Add{}, x.data_ptr<float>(), e, w, b, x.size(0), eps);
+    torch::Tensor sum = torch::empty_like(x), y, mean, rstd;
+    WithKernelType(delta, [&](auto t) {
+      using T = decltype(t);
+      Extras<T> e;
+      e.delta = KernelData<T>(delta);
+      e.sum = sum.data_ptr<float>();
+      std::tie(y, mean, rstd) = Forward(Add{}, x.data_ptr<float>(), e, w, b, x.size(0), eps);
+    });
     // Backward normalizes the sum again, so it is saved (as an output) instead of x and delta.
     ctx->save_for_backward({sum, w, mean, rstd});
+    ctx->saved_data["bf16_delta"] = delta.scalar_type() == torch::kBFloat16;
     return {sum, y};
   }
 
@@ -310,17 +345,24 @@ class AddLayerNormBf16Function : public torch::autograd::Function<AddLayerNormBf
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &sum = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
-    // The sum's own gradient (undefined when nothing else read the sum).
+    const bool bf16_delta = ctx->saved_data["bf16_delta"].toBool();
+    // The sum's own gradient: undefined (null in the kernel) when nothing else read the sum.
     const torch::Tensor dsum =
-        grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::zeros_like(sum);
-    const torch::Tensor dy = grads[1].to(torch::kBFloat16).contiguous();
+        grads[0].defined() ? grads[0].to(torch::kFloat32).contiguous() : torch::Tensor();
+    const torch::Tensor dy =
+        grads[1].to(bf16_delta ? torch::kBFloat16 : torch::kFloat32).contiguous();
     torch::Tensor dx = torch::empty_like(sum);
-    torch::Tensor ddelta = torch::empty(sum.sizes(), sum.options().dtype(torch::kBFloat16));
-    Extras e;
-    e.dsum = dsum.data_ptr<float>();
-    e.ddelta = Bf16Bits(ddelta);
-    const std::vector<torch::Tensor> dp =
-        Backward(Add{}, sum.data_ptr<float>(), e, dy, w, mean, rstd, dx.data_ptr<float>());
+    // A float32 delta's gradient is x's (as an add's backward returns one tensor for both).
+    const torch::Tensor ddelta =
+        bf16_delta ? torch::empty(sum.sizes(), sum.options().dtype(torch::kBFloat16)) : dx;
+    std::vector<torch::Tensor> dp;  // dw, db
+    WithKernelType(ddelta, [&](auto t) {
+      using T = decltype(t);
+      Extras<T> e;
+      e.dsum = KernelData<float>(dsum);
+      if (bf16_delta) e.ddelta = KernelData<T>(ddelta);
+      dp = Backward(Add{}, sum.data_ptr<float>(), e, dy, w, mean, rstd, dx.data_ptr<float>());
+    });
     return {dx, ddelta, dp[0], dp[1], torch::Tensor()};
   }
 };
@@ -333,6 +375,9 @@ void CheckAffine(const torch::Tensor& x_ND, const torch::Tensor& weight_D,
               op, ": weight and bias must be float32 (", x_ND.size(1), ")");
 }
 
+// An autograd input for an absent GELU bias.
+torch::Tensor Placeholder() { return torch::empty({0}); }
+
 }  // namespace
 
 torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weight_D,
@@ -341,32 +386,36 @@ torch::Tensor LayerNormBf16(const torch::Tensor& x_ND, const torch::Tensor& weig
                   (x_ND.scalar_type() == torch::kBFloat16 || x_ND.scalar_type() == torch::kFloat32),
               "LayerNormBf16: x must be a 2-D bf16 or float32 CPU tensor");
   CheckAffine(x_ND, weight_D, bias_D, "LayerNormBf16");
-  return LayerNormBf16Function::apply(x_ND, torch::empty({0}, weight_D.options()), weight_D, bias_D,
-                                      eps, false);
+  return LayerNormFunction::apply(x_ND, Placeholder(), weight_D, bias_D, eps, false, false);
 }
 
-torch::Tensor BiasGeluLayerNormBf16(const torch::Tensor& y_ND, const torch::Tensor& gelu_bias_D,
-                                    const torch::Tensor& weight_D, const torch::Tensor& bias_D,
-                                    double eps) {
-  TORCH_CHECK(y_ND.dim() == 2 && y_ND.is_cpu() && y_ND.scalar_type() == torch::kBFloat16,
-              "BiasGeluLayerNormBf16: y must be a 2-D bf16 CPU tensor");
-  TORCH_CHECK(gelu_bias_D.scalar_type() == torch::kFloat32 && gelu_bias_D.numel() == y_ND.size(1),
-              "BiasGeluLayerNormBf16: the GELU bias must be float32 (", y_ND.size(1), ")");
-  CheckAffine(y_ND, weight_D, bias_D, "BiasGeluLayerNormBf16");
-  return LayerNormBf16Function::apply(y_ND, gelu_bias_D, weight_D, bias_D, eps, true);
+torch::Tensor BiasGeluLayerNorm(const torch::Tensor& y_ND, const torch::Tensor& gelu_bias_D,
+                                const torch::Tensor& weight_D, const torch::Tensor& bias_D,
+                                double eps) {
+  TORCH_CHECK(y_ND.dim() == 2 && y_ND.is_cpu() &&
+                  (y_ND.scalar_type() == torch::kBFloat16 || y_ND.scalar_type() == torch::kFloat32),
+              "BiasGeluLayerNorm: y must be a 2-D bf16 or float32 CPU tensor");
+  TORCH_CHECK(!gelu_bias_D.defined() || (gelu_bias_D.scalar_type() == torch::kFloat32 &&
+                                         gelu_bias_D.numel() == y_ND.size(1)),
+              "BiasGeluLayerNorm: the GELU bias must be float32 (", y_ND.size(1), ") or undefined");
+  CheckAffine(y_ND, weight_D, bias_D, "BiasGeluLayerNorm");
+  const bool has_bias = gelu_bias_D.defined();
+  return LayerNormFunction::apply(y_ND, has_bias ? gelu_bias_D : Placeholder(), weight_D, bias_D,
+                                  eps, true, has_bias);
 }
 
-std::pair<torch::Tensor, torch::Tensor> AddLayerNormBf16(const torch::Tensor& x_ND,
-                                                         const torch::Tensor& delta_ND,
-                                                         const torch::Tensor& weight_D,
-                                                         const torch::Tensor& bias_D, double eps) {
+std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(const torch::Tensor& x_ND,
+                                                     const torch::Tensor& delta_ND,
+                                                     const torch::Tensor& weight_D,
+                                                     const torch::Tensor& bias_D, double eps) {
   TORCH_CHECK(x_ND.dim() == 2 && x_ND.is_cpu() && x_ND.scalar_type() == torch::kFloat32,
-              "AddLayerNormBf16: x must be a 2-D float32 CPU tensor");
-  TORCH_CHECK(delta_ND.sizes() == x_ND.sizes() && delta_ND.is_cpu() &&
-                  delta_ND.scalar_type() == torch::kBFloat16,
-              "AddLayerNormBf16: delta must be a bf16 CPU tensor of x's shape ", x_ND.sizes());
-  CheckAffine(x_ND, weight_D, bias_D, "AddLayerNormBf16");
-  const auto out = AddLayerNormBf16Function::apply(x_ND, delta_ND, weight_D, bias_D, eps);
+              "AddLayerNorm: x must be a 2-D float32 CPU tensor");
+  TORCH_CHECK(
+      delta_ND.sizes() == x_ND.sizes() && delta_ND.is_cpu() &&
+          (delta_ND.scalar_type() == torch::kBFloat16 || delta_ND.scalar_type() == torch::kFloat32),
+      "AddLayerNorm: delta must be a bf16 or float32 CPU tensor of x's shape ", x_ND.sizes());
+  CheckAffine(x_ND, weight_D, bias_D, "AddLayerNorm");
+  const auto out = AddLayerNormFunction::apply(x_ND, delta_ND, weight_D, bias_D, eps);
   return {out[0], out[1]};
 }
 
