@@ -25,6 +25,9 @@
 //                of the keys padded in half the sequences)
 //   attention_heads  model::AttentionBf16 as transformer-tiny runs it in training (2 heads of 64,
 //                ALiBi, the same padding, dropout 0.1 on the probabilities) vs its ATen composition
+//   linear_f32, spatial_f32, attention_f32  model/gemm.h's float32 products (Linear at the U, V
+//                and MLM-logit shapes, AddMm as the spatial projection, BatchedMm as attention's
+//                scores), accumulated into zeroed outputs, vs ATen's linear, addmm and matmul
 //
 // Each case alternates kernel and reference over rounds in one process and prints one JSON line
 // with the median milliseconds of each and their ratio, plus `copy_ms`: the time of copying the
@@ -35,7 +38,8 @@
 //                        [--ops=layer_norm,gelu,gelu_gate,gelu_f32,gelu_gate_f32,
 //                         linear_gelu_gate_f32,linear_gelu_gate_f32_bias_in_kernel,
 //                         gelu_layer_norm_f32,layer_norm_f32_in,add_layer_norm,
-//                         add_layer_norm_f32,attention,attention_heads]
+//                         add_layer_norm_f32,attention,attention_heads,linear_f32,spatial_f32,
+//                         attention_f32]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -45,6 +49,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/process.h"
@@ -52,6 +57,7 @@
 #include "model/autocast.h"
 #include "model/dropout.h"
 #include "model/gelu_cpu.h"
+#include "model/gemm.h"
 #include "model/layer_norm_cpu.h"
 
 namespace {
@@ -309,6 +315,40 @@ std::vector<Case> Cases() {
                          .reshape({n * B, hd});
                    }),
                    (N * 3 * hd + N * hd) * 2 * 2});
+  // The float32 products of model/gemm.h (accumulated into zeroed outputs, forward and backward)
+  // against ATen's linear / addmm / matmul, at gmlp-tiny's training shapes.
+  auto f32 = [](std::vector<int64_t> sizes) { return torch::randn(sizes).requires_grad_(); };
+  for (const auto& [shape, rows, in, out] :
+       std::vector<std::tuple<const char*, int64_t, int64_t, int64_t>>{
+           {"U: 4096 x 128 -> 384", N, 128, 384},
+           {"V: 4096 x 384 -> 128", N, 384, 128},
+           {"MLM logits: 614 x 128 -> 8192", 614, 128, 8192}}) {
+    cases.push_back({"linear_f32",
+                     shape,
+                     rows,
+                     out,
+                     {f32({rows, in}), f32({out, in}), f32({out})},
+                     One([](const Leaves& l) { return gmlp::model::Linear(l[0], l[1], l[2]); }),
+                     One([](const Leaves& l) { return torch::linear(l[0], l[1], l[2]); }),
+                     // x, W in, y out; dy in, dx, dW out
+                     4 * (2 * (rows * in + out * in) + 2 * rows * out)});
+  }
+  cases.push_back({"spatial_f32",
+                   "128 x 128 @ 128 x (32 * 384) + column bias",
+                   n,
+                   B * 384,
+                   {f32({n, n}), f32({n, B * 384}), f32({n, 1})},
+                   One([](const Leaves& l) { return gmlp::model::AddMm(l[2], l[0], l[1]); }),
+                   One([](const Leaves& l) { return torch::addmm(l[2], l[0], l[1]); }),
+                   4 * 4 * n * B * 384});
+  cases.push_back({"attention_f32",
+                   "transformer-tiny scores: (32, 2, 128, 64) @ (32, 2, 64, 128)",
+                   N,
+                   n,
+                   {f32({B, 2, n, a}), f32({B, 2, a, n})},
+                   One([](const Leaves& l) { return gmlp::model::BatchedMm(l[0], l[1]); }),
+                   One([](const Leaves& l) { return torch::matmul(l[0], l[1]); }),
+                   4 * 2 * (2 * B * 2 * n * a + B * 2 * n * n)});
   return cases;
 }
 

@@ -33,13 +33,21 @@ inline bool Bf16IsFast() {
   return fast;
 }
 
+// Whether CPU autocast is on (in any dtype).
+inline bool CpuAutocastEnabled() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(at::kCPU);
+#else
+  return at::autocast::is_cpu_enabled();
+#endif
+}
+
 // Whether CPU autocast is on and casts to bf16 (the kernels of gelu_cpu.h are then used).
 inline bool CpuAutocastsToBf16() {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  return at::autocast::is_autocast_enabled(at::kCPU) &&
-         at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16;
+  return CpuAutocastEnabled() && at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16;
 #else
-  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
+  return CpuAutocastEnabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
 #endif
 }
 

@@ -12,6 +12,7 @@
 #include "model/arch.h"
 #include "model/attention_bf16.h"
 #include "model/dropout.h"
+#include "model/gemm.h"
 
 namespace gmlp::model {
 
@@ -26,10 +27,10 @@ GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
   const double std = config.init_std;
   norm_ = register_module("norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/true));
   if (split_) {
-    in_z1_ = register_module("in_z1", MakeLinear(d, g, std));
-    in_z2_ = register_module("in_z2", MakeLinear(d, g, std));
+    in_z1_ = register_module("in_z1", Dense(d, g, std));
+    in_z2_ = register_module("in_z2", Dense(d, g, std));
   } else {
-    in_z_ = register_module("in_z", MakeLinear(d, f, std));
+    in_z_ = register_module("in_z", Dense(d, f, std));
   }
   sgu_norm_ = register_module("sgu_norm", LayerNorm(g, config.layer_norm_eps));
   // Paper Sec. 2.1: W near zero and b = 1 make s(Z) ~ Z1 (a plain gated FFN) at the start.
@@ -37,11 +38,11 @@ GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
   spatial_weight_ =
       register_parameter("spatial_weight", torch::empty({n_max, n_max}).uniform_(-eps, eps));
   spatial_bias_ = register_parameter("spatial_bias", torch::ones({n_max}));
-  out_ = register_module("out", MakeLinear(g, d, std));
+  out_ = register_module("out", Dense(g, d, std));
   if (tiny_attention_) {
     const int64_t in = config.attn_input == "block" ? d : f;
-    attn_qkv_ = register_module("attn_qkv", MakeLinear(in, 3 * config.attn_size, std));
-    attn_out_ = register_module("attn_out", MakeLinear(config.attn_size, g, std));
+    attn_qkv_ = register_module("attn_qkv", Dense(in, 3 * config.attn_size, std));
+    attn_out_ = register_module("attn_out", Dense(config.attn_size, g, std));
   }
 }
 
@@ -50,8 +51,8 @@ torch::Tensor GmlpBlockImpl::SpatialProjection(torch::Tensor v_NG, const SeqBatc
   if (batch.keep_N1.defined()) v_NG = v_NG * batch.keep_N1;
   // Row i*B + b of the (N, g) tensor is row i of the (n, B*g) view: one GEMM mixes positions
   // for the whole batch, and addmm adds b[i] to row i.
-  return torch::addmm(LeadingColumn(spatial_bias_, n), LeadingBlock(spatial_weight_, n),
-                      v_NG.view({n, B * g}))
+  return AddMm(LeadingColumn(spatial_bias_, n), LeadingBlock(spatial_weight_, n),
+               v_NG.view({n, B * g}))
       .view({n * B, g});
 }
 
@@ -65,10 +66,10 @@ torch::Tensor GmlpBlockImpl::TinyAttention(const torch::Tensor& qkv_N3A, const S
   const torch::Tensor q_BnA = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
   const torch::Tensor k_BnA = qkv[1].transpose(0, 1);
   const torch::Tensor v_BnA = qkv[2].transpose(0, 1);
-  torch::Tensor scores_Bnn = torch::matmul(q_BnA, k_BnA.transpose(1, 2));
+  torch::Tensor scores_Bnn = BatchedMm(q_BnA, k_BnA.transpose(1, 2));
   if (batch.key_bias_B1N.defined()) scores_Bnn = scores_Bnn + batch.key_bias_B1N;
   const torch::Tensor probs_Bnn = torch::softmax(scores_Bnn, -1);
-  const torch::Tensor o_nBA = torch::matmul(probs_Bnn, v_BnA).transpose(0, 1);
+  const torch::Tensor o_nBA = BatchedMm(probs_Bnn, v_BnA).transpose(0, 1);
   return attn_out_(o_nBA.reshape({n * B, a}));
 }
 
@@ -92,8 +93,8 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
         // Proj(Z) with Z = [Z1, Z2] never materialized: Z1 W[:, :g]^T + Z2 W[:, g:]^T + bias.
         const int64_t g = z1_NG.size(1);
         const torch::Tensor& w = attn_qkv_->weight;
-        qkv_N3A = torch::linear(z1_NG, w.narrow(1, 0, g), attn_qkv_->bias) +
-                  torch::linear(z2_NG, w.narrow(1, g, g));
+        qkv_N3A =
+            Linear(z1_NG, w.narrow(1, 0, g), attn_qkv_->bias) + Linear(z2_NG, w.narrow(1, g, g));
       }
       gate_NG = gate_NG + TinyAttention(qkv_N3A, batch);
     }

@@ -53,11 +53,11 @@ class GmlpBlockImpl : public EncoderBlockImpl {
   bool split_;
   bool tiny_attention_;
   LayerNorm norm_{nullptr};
-  torch::nn::Linear in_z1_{nullptr}, in_z2_{nullptr}, in_z_{nullptr};
+  Dense in_z1_{nullptr}, in_z2_{nullptr}, in_z_{nullptr};
   LayerNorm sgu_norm_{nullptr};
   torch::Tensor spatial_weight_, spatial_bias_;
-  torch::nn::Linear out_{nullptr};
-  torch::nn::Linear attn_qkv_{nullptr}, attn_out_{nullptr};
+  Dense out_{nullptr};
+  Dense attn_qkv_{nullptr}, attn_out_{nullptr};
 };
 TORCH_MODULE(GmlpBlock);
 

@@ -2,6 +2,7 @@
 #include "model/heads.h"
 
 #include "model/dropout.h"
+#include "model/gemm.h"
 #include "model/layers.h"
 
 namespace gmlp::model {
@@ -29,14 +30,14 @@ MlmHeadImpl::MlmHeadImpl(const EncoderConfig& config, torch::Tensor tied_embeddi
   TORCH_CHECK(tied_embedding_VD_.dim() == 2 && tied_embedding_VD_.size(0) == config.vocab_size &&
                   tied_embedding_VD_.size(1) == config.d_model,
               "tied embedding must be (vocab_size, d_model)");
-  dense_ = register_module("dense", MakeLinear(config.d_model, config.d_model, config.init_std));
+  dense_ = register_module("dense", Dense(config.d_model, config.d_model, config.init_std));
   norm_ = register_module("norm", LayerNorm(config.d_model, config.layer_norm_eps));
   bias_ = register_parameter("bias", torch::zeros({config.vocab_size}));
 }
 
 torch::Tensor MlmHeadImpl::forward(torch::Tensor hidden_MD) {
   const torch::Tensor h_MD = norm_(LinearGelu(dense_, hidden_MD));
-  return torch::linear(h_MD, tied_embedding_VD_, bias_);
+  return Linear(h_MD, tied_embedding_VD_, bias_);
 }
 
 MlmModelImpl::MlmModelImpl(const EncoderConfig& config) {
@@ -60,9 +61,9 @@ SequenceClassifierImpl::SequenceClassifierImpl(std::shared_ptr<EncoderImpl> enco
   TORCH_CHECK(num_outputs >= 1, "num_outputs must be >= 1, got ", num_outputs);
   const EncoderConfig& config = encoder->config();
   encoder_ = register_module("encoder", std::move(encoder));
-  pooler_ = register_module("pooler", MakeLinear(config.d_model, config.d_model, config.init_std));
+  pooler_ = register_module("pooler", Dense(config.d_model, config.d_model, config.init_std));
   dropout_ = config.dropout;
-  out_ = register_module("out", MakeLinear(config.d_model, num_outputs, config.init_std));
+  out_ = register_module("out", Dense(config.d_model, num_outputs, config.init_std));
 }
 
 torch::Tensor SequenceClassifierImpl::forward(const EncoderInput& input) {

@@ -23,7 +23,7 @@ class MlmHeadImpl : public torch::nn::Module {
   // Not registered here: it is the encoder's parameter (it shares storage, so the encoder's
   // to()/load updates reach it).
   torch::Tensor tied_embedding_VD_;
-  torch::nn::Linear dense_{nullptr};
+  Dense dense_{nullptr};
   LayerNorm norm_{nullptr};
   torch::Tensor bias_;
 };
@@ -54,9 +54,9 @@ class SequenceClassifierImpl : public torch::nn::Module {
 
  private:
   std::shared_ptr<EncoderImpl> encoder_;
-  torch::nn::Linear pooler_{nullptr};
+  Dense pooler_{nullptr};
   double dropout_ = 0.0;
-  torch::nn::Linear out_{nullptr};
+  Dense out_{nullptr};
 };
 TORCH_MODULE(SequenceClassifier);
 

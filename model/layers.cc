@@ -3,6 +3,7 @@
 
 #include "model/autocast.h"
 #include "model/gelu_cpu.h"
+#include "model/gemm.h"
 #include "model/layer_norm_cpu.h"
 
 namespace gmlp::model {
@@ -50,16 +51,14 @@ std::pair<torch::Tensor, torch::Tensor> LayerNormImpl::AddAndNormalize(const Res
   return {std::move(sum), std::move(y)};
 }
 
-torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std) {
-  torch::nn::Linear linear(torch::nn::LinearOptions(d_in, d_out).bias(true));
-  torch::NoGradGuard no_grad;
-  linear->weight.normal_(0.0, std);
-  linear->bias.zero_();
-  return linear;
+DenseImpl::DenseImpl(int64_t d_in, int64_t d_out, double std) {
+  weight = register_parameter("weight", torch::empty({d_out, d_in}).normal_(0.0, std));
+  bias = register_parameter("bias", torch::zeros({d_out}));
 }
 
-torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
-                         const torch::Tensor& gate) {
+torch::Tensor DenseImpl::forward(const torch::Tensor& x) { return Linear(x, weight, bias); }
+
+torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Tensor& gate) {
   if (!x.is_cpu()) {
     const torch::Tensor z = torch::gelu(linear(x));
     return gate.defined() ? z * gate : z;
@@ -69,7 +68,7 @@ torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
   const torch::Tensor& b = linear->bias;
   const bool bias_in_kernel =
       b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16();
-  const torch::Tensor y = bias_in_kernel ? torch::linear(x, linear->weight) : linear(x);
+  const torch::Tensor y = bias_in_kernel ? Linear(x, linear->weight) : linear(x);
   const auto type = y.scalar_type();
   const bool gate_in_kernel = gate.defined() && gate.scalar_type() == type && gate.is_cpu();
   // bf16 always takes the kernel (ATen's bf16 gelu converts around every step); float32 only
@@ -87,7 +86,7 @@ torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
   return gate.defined() ? z * gate : z;
 }
 
-torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm) {
+torch::Tensor LinearGeluNorm(Dense& linear, const torch::Tensor& x, LayerNorm& norm) {
   const torch::Tensor& b = linear->bias;
   if (!x.is_cpu() || !b.defined() || b.scalar_type() != torch::kFloat32 ||
       norm->weight.scalar_type() != torch::kFloat32) {
@@ -96,7 +95,7 @@ torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, 
   // As in LinearGelu: under bf16 autocast the bias goes to the kernel, in float32 it stays in
   // addmm.
   const bool bf16 = CpuAutocastsToBf16();
-  const torch::Tensor y = bf16 ? torch::linear(x, linear->weight) : linear(x);
+  const torch::Tensor y = bf16 ? Linear(x, linear->weight) : linear(x);
   if (y.scalar_type() != (bf16 ? torch::kBFloat16 : torch::kFloat32)) {  // e.g. float64
     return norm(torch::gelu(bf16 ? y + b : y));
   }

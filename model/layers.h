@@ -55,21 +55,28 @@ class LayerNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LayerNorm);
 
-// Dense layer d_in -> d_out with weight ~ N(0, std^2) and zero bias (BERT's initialization).
-torch::nn::Linear MakeLinear(int64_t d_in, int64_t d_out, double std);
+// Dense layer d_in -> d_out, x W^T + b through gemm.h's Linear, with weight ~ N(0, std^2) and a
+// zero bias (BERT's initialization). Its parameters are named as torch::nn::Linear's.
+class DenseImpl : public torch::nn::Module {
+ public:
+  DenseImpl(int64_t d_in, int64_t d_out, double std);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight, bias;  // (d_out, d_in), (d_out)
+};
+TORCH_MODULE(Dense);
 
 // GELU(linear(x)), or GELU(linear(x)) * gate when gate is defined. On the CPU one kernel applies
 // GELU and the gate (gelu_cpu.h) to bf16 activations, and to float32 ones with a gate; under bf16
 // autocast the matmul runs without its bias and the kernel adds it. Elsewhere (a GPU, float32
 // without a gate, float64) these are ATen's ops, as written.
-torch::Tensor LinearGelu(torch::nn::Linear& linear, const torch::Tensor& x,
-                         const torch::Tensor& gate = {});
+torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Tensor& gate = {});
 
 // norm(GELU(linear(x))): on the CPU, after the matmul one kernel applies GELU and normalizes
 // (layer_norm_cpu.h), so GELU's output is never stored; under bf16 autocast the matmul runs
 // without its bias and the kernel adds it (as in LinearGelu). Elsewhere (a GPU, float64) the
 // composition of LinearGelu and the norm.
-torch::Tensor LinearGeluNorm(torch::nn::Linear& linear, const torch::Tensor& x, LayerNorm& norm);
+torch::Tensor LinearGeluNorm(Dense& linear, const torch::Tensor& x, LayerNorm& norm);
 
 // Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
 inline int64_t LayerNormParams(int64_t dim) { return 2 * dim; }

@@ -2,6 +2,7 @@
 #include "model/mixer.h"
 
 #include "model/dropout.h"
+#include "model/gemm.h"
 
 namespace gmlp::model {
 
@@ -18,8 +19,8 @@ MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dr
   token_out_bias_ = register_parameter("token_out_bias", torch::zeros({n_max}));
   channel_norm_ =
       register_module("channel_norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/true));
-  channel_in_ = register_module("channel_in", MakeLinear(d, f, std));
-  channel_out_ = register_module("channel_out", MakeLinear(f, d, std));
+  channel_in_ = register_module("channel_in", Dense(d, f, std));
+  channel_out_ = register_module("channel_out", Dense(f, d, std));
 }
 
 Residual MixerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
@@ -31,9 +32,8 @@ Residual MixerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   const torch::Tensor w1_TN = n == n_max ? token_in_weight_ : token_in_weight_.narrow(1, 0, n);
   const torch::Tensor w2_NT = n == n_max ? token_out_weight_ : token_out_weight_.narrow(0, 0, n);
   const torch::Tensor u_TX =
-      torch::gelu(torch::addmm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
-  const torch::Tensor y_ND =
-      torch::addmm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
+      torch::gelu(AddMm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
+  const torch::Tensor y_ND = AddMm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
   const auto [x1_ND, g_ND] = channel_norm_->AddAndNormalize({x_ND, Dropout(y_ND, dropout_, train)});
   return {x1_ND, Dropout(channel_out_(LinearGelu(channel_in_, g_ND)), dropout_, train)};
 }

@@ -32,7 +32,7 @@ class MixerBlockImpl : public EncoderBlockImpl {
   LayerNorm token_norm_{nullptr};
   torch::Tensor token_in_weight_, token_in_bias_, token_out_weight_, token_out_bias_;
   LayerNorm channel_norm_{nullptr};
-  torch::nn::Linear channel_in_{nullptr}, channel_out_{nullptr};
+  Dense channel_in_{nullptr}, channel_out_{nullptr};
 };
 TORCH_MODULE(MixerBlock);
 

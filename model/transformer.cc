@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "model/attention_bf16.h"
 #include "model/dropout.h"
+#include "model/gemm.h"
 
 namespace gmlp::model {
 
@@ -16,12 +17,12 @@ TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
     : n_heads_(config.n_heads), dropout_(config.dropout), pre_ln_(config.pre_ln) {
   const int64_t d = config.d_model, f = config.d_ffn;
   const double std = config.init_std;
-  attn_qkv_ = register_module("attn_qkv", MakeLinear(d, 3 * d, std));
-  attn_out_ = register_module("attn_out", MakeLinear(d, d, std));
+  attn_qkv_ = register_module("attn_qkv", Dense(d, 3 * d, std));
+  attn_out_ = register_module("attn_out", Dense(d, d, std));
   attn_norm_ = register_module(
       "attn_norm", LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/config.pre_ln));
-  ffn_in_ = register_module("ffn_in", MakeLinear(d, f, std));
-  ffn_out_ = register_module("ffn_out", MakeLinear(f, d, std));
+  ffn_in_ = register_module("ffn_in", Dense(d, f, std));
+  ffn_out_ = register_module("ffn_out", Dense(f, d, std));
   ffn_norm_ = register_module("ffn_norm",
                               LayerNorm(d, config.layer_norm_eps, /*feeds_matmuls=*/config.pre_ln));
   if (config.position == "alibi") {
@@ -67,14 +68,14 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
       qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(k)));
   const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});
   const torch::Tensor v_BHnK = qkv[2].permute({1, 2, 0, 3});
-  torch::Tensor scores_BHnn = torch::matmul(q_BHnK, k_BHnK.transpose(2, 3));
+  torch::Tensor scores_BHnn = BatchedMm(q_BHnK, k_BHnK.transpose(2, 3));
   if (alibi_Hnn.defined()) scores_BHnn = scores_BHnn + alibi_Hnn.to(scores_BHnn.scalar_type());
   if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
   const torch::Tensor probs_BHnn =
       Dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
   // (B, H, n, k) -> (n, B, H, k) -> (N, d): back to the sequence-major rows.
   const torch::Tensor o_ND =
-      torch::matmul(probs_BHnn, v_BHnK).permute({2, 0, 1, 3}).reshape({n * B, d});
+      BatchedMm(probs_BHnn, v_BHnK).permute({2, 0, 1, 3}).reshape({n * B, d});
   return attn_out_(o_ND);
 }
 

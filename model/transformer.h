@@ -34,9 +34,9 @@ class TransformerBlockImpl : public EncoderBlockImpl {
   double dropout_;
   bool pre_ln_;
   torch::Tensor alibi_slopes_H11_;  // (H, 1, 1); undefined for learned positions
-  torch::nn::Linear attn_qkv_{nullptr}, attn_out_{nullptr};
+  Dense attn_qkv_{nullptr}, attn_out_{nullptr};
   LayerNorm attn_norm_{nullptr};
-  torch::nn::Linear ffn_in_{nullptr}, ffn_out_{nullptr};
+  Dense ffn_in_{nullptr}, ffn_out_{nullptr};
   LayerNorm ffn_norm_{nullptr};
 };
 TORCH_MODULE(TransformerBlock);

@@ -55,7 +55,8 @@ class Progress {
 };
 
 // fp32 (or bf16) GEMM rate of this process with its current intra-op threads (or of a GPU), in
-// GFLOP/s, measured on 1024^3 (GPU: 8192^3) matrix products for about `seconds`.
+// GFLOP/s, measured on 1024^3 (GPU: 8192^3) matrix products for about `seconds`: on the CPU the
+// faster of a plain product and one accumulated into its output (model/gemm.h).
 double MeasureGemmPeakGflops(bool bf16, double seconds = 0.3, torch::Device device = torch::kCPU);
 
 // "1h02m", "3m12s", "45s".

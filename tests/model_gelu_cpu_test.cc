@@ -138,7 +138,7 @@ TEST(GeluCpuTest, NanPropagates) {
 // kernel ran.
 TEST(GeluCpuTest, LinearGeluMatchesAten) {
   torch::manual_seed(13);
-  torch::nn::Linear linear = MakeLinear(24, 40, 0.3);
+  Dense linear = Dense(24, 40, 0.3);
   {
     torch::NoGradGuard no_grad;
     linear->bias.normal_(0.0, 0.5);
@@ -197,7 +197,7 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
 // Off the kernel's dtypes (float64) LinearGelu is exactly ATen's gelu(linear(x)) [* gate].
 TEST(GeluCpuTest, LinearGeluIsAtenInFloat64) {
   torch::manual_seed(14);
-  torch::nn::Linear linear = MakeLinear(16, 32, 0.3);
+  Dense linear = Dense(16, 32, 0.3);
   linear->to(torch::kDouble);
   const torch::Tensor x = torch::randn({7, 16}, torch::kDouble);
   const torch::Tensor gate = torch::randn({7, 32}, torch::kDouble);

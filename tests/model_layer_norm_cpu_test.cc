@@ -190,7 +190,7 @@ TEST(LayerNormCpuTest, BiasGeluLayerNormSameBitsForAnyThreadCount) {
 // and the norm's gradients.
 TEST(LayerNormCpuTest, LinearGeluNormMatchesTheComposition) {
   torch::manual_seed(10);
-  torch::nn::Linear linear = MakeLinear(16, 48, 0.3);
+  Dense linear = Dense(16, 48, 0.3);
   LayerNorm norm(48, 1e-5);
   {
     torch::NoGradGuard no_grad;
