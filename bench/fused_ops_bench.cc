@@ -12,8 +12,8 @@
 //   gelu_f32, gelu_gate_f32  the same kernels on float32 activations without a bias, as the
 //                float32 step runs them (the bias stays in addmm), vs gelu(y) [* gate]
 //   linear_gelu_gate_f32[_bias_in_kernel]  gMLP-tiny's U1 matmul with GELU and the gate in
-//                float32: addmm + the kernel (as layers.cc runs it), or mm + the kernel adding the
-//                bias, vs ATen's addmm, gelu and product
+//                float32: gemm.h's Linear with the bias + the kernel (as layers.cc runs it), or
+//                without it + the kernel adding the bias, vs ATen's linear, gelu and product
 //   gelu_layer_norm_f32  model::BiasGeluLayerNorm in float32 without a bias (gMLP's Z2 and the
 //                SGU's LayerNorm as the float32 step runs them) vs layer_norm(gelu(y))
 //   add_layer_norm  model::AddLayerNorm (a pre-LN block's residual add and LayerNorm in one
@@ -190,8 +190,9 @@ std::vector<Case> Cases() {
                      2 * (2 * act + 3 * act)});  // y in, out; y, dout in, dy out
   }
   // Where the float32 step's bias goes: gMLP-tiny's U1 (128 -> 384) with GELU and the gate,
-  // forward and backward, as layers.cc runs it (addmm with the bias, the kernel without) and
-  // with the bias moved into the kernel (mm, as under bf16 autocast); both against ATen.
+  // forward and backward, as layers.cc runs it (gemm.h's Linear with the bias, the kernel
+  // without) and with the bias moved into the kernel (Linear without it, as under bf16 autocast);
+  // both against ATen's linear, gelu and product.
   for (const bool bias_in_gemm : {true, false}) {
     const int64_t d_in = 128, f = 384;
     cases.push_back(
@@ -203,8 +204,8 @@ std::vector<Case> Cases() {
           (torch::randn({f, d_in}) * 0.05).requires_grad_(), FloatLeaf(f, 0.1, 0),
           (torch::randn({N, f}) * 0.1 + 1).requires_grad_()},
          One([bias_in_gemm](const Leaves& l) {
-           return bias_in_gemm ? BiasGeluGate(torch::linear(l[0], l[1], l[2]), {}, l[3])
-                               : BiasGeluGate(torch::linear(l[0], l[1]), l[2], l[3]);
+           return bias_in_gemm ? BiasGeluGate(gmlp::model::Linear(l[0], l[1], l[2]), {}, l[3])
+                               : BiasGeluGate(gmlp::model::Linear(l[0], l[1]), l[2], l[3]);
          }),
          One([](const Leaves& l) { return torch::gelu(torch::linear(l[0], l[1], l[2])) * l[3]; }),
          0});  // GEMM-bound: no copy floor

@@ -64,7 +64,9 @@ torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Ten
     return gate.defined() ? z * gate : z;
   }
   // Under bf16 autocast the bias goes to the kernel (oneDNN's bf16 addmm is the slower GEMM); in
-  // float32 it stays in addmm (OpenBLAS's sgemm is the faster one with it).
+  // float32 it stays in the matmul, a choice made when the bias-free product was OpenBLAS's slow
+  // beta = 0 path; with gemm.h's accumulating product the kernel-side bias measured faster at op
+  // level (bench/RESULTS.md, 2026-12-04), not yet at step level.
   const torch::Tensor& b = linear->bias;
   const bool bias_in_kernel =
       b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16();
