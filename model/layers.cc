@@ -63,19 +63,20 @@ torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Ten
     const torch::Tensor z = torch::gelu(linear(x));
     return gate.defined() ? z * gate : z;
   }
-  // Under bf16 autocast the bias goes to the kernel (oneDNN's bf16 addmm is the slower GEMM); in
-  // float32 it stays in the matmul, a choice made when the bias-free product was OpenBLAS's slow
-  // beta = 0 path; with gemm.h's accumulating product the kernel-side bias measured faster at op
-  // level (bench/RESULTS.md, 2026-12-04), not yet at step level.
+  // One kernel for the bias, GELU and the gate (gelu_cpu.h) in bf16, the dtype CPU autocast gives
+  // float32 inputs; in float32 only with the gate: GELU alone runs as fast in ATen's float32
+  // kernels (bench/RESULTS.md). Where the kernel runs it adds the bias too: oneDNN's bf16 addmm
+  // is the slower GEMM, and gemm.h's float32 product is as fast without one (2026-12-04).
   const torch::Tensor& b = linear->bias;
-  const bool bias_in_kernel =
-      b.defined() && b.scalar_type() == torch::kFloat32 && CpuAutocastsToBf16();
+  const auto x_type = x.scalar_type();
+  const bool to_bf16 =
+      CpuAutocastsToBf16() && (x_type == torch::kFloat32 || x_type == torch::kBFloat16);
+  const auto type = to_bf16 ? torch::kBFloat16 : x_type;  // the product's dtype
+  const bool gate_in_kernel = gate.defined() && gate.is_cpu() && gate.scalar_type() == type;
+  const bool kernel = type == torch::kBFloat16 || (type == torch::kFloat32 && gate_in_kernel);
+  const bool bias_in_kernel = kernel && b.defined() && b.scalar_type() == torch::kFloat32;
   const torch::Tensor y = bias_in_kernel ? Linear(x, linear->weight) : linear(x);
-  const auto type = y.scalar_type();
-  const bool gate_in_kernel = gate.defined() && gate.scalar_type() == type && gate.is_cpu();
-  // bf16 always takes the kernel (ATen's bf16 gelu converts around every step); float32 only
-  // with the gate: GELU alone runs as fast in ATen's float32 kernels (bench/RESULTS.md).
-  if (type == torch::kBFloat16 || (type == torch::kFloat32 && gate_in_kernel)) {
+  if (kernel && y.scalar_type() == type) {
     const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
     const torch::Tensor kernel_bias = bias_in_kernel ? b : torch::Tensor();
     if (gate_in_kernel) {
@@ -94,16 +95,14 @@ torch::Tensor LinearGeluNorm(Dense& linear, const torch::Tensor& x, LayerNorm& n
       norm->weight.scalar_type() != torch::kFloat32) {
     return norm(LinearGelu(linear, x));
   }
-  // As in LinearGelu: under bf16 autocast the bias goes to the kernel, in float32 it stays in
-  // addmm.
+  // As in LinearGelu, the kernel adds the bias, in bf16 and in float32.
   const bool bf16 = CpuAutocastsToBf16();
-  const torch::Tensor y = bf16 ? Linear(x, linear->weight) : linear(x);
+  const torch::Tensor y = Linear(x, linear->weight);
   if (y.scalar_type() != (bf16 ? torch::kBFloat16 : torch::kFloat32)) {  // e.g. float64
-    return norm(torch::gelu(bf16 ? y + b : y));
+    return norm(torch::gelu(y + b));
   }
   const torch::Tensor y_NF = y.reshape({-1, y.size(-1)});
-  return BiasGeluLayerNorm(y_NF, bf16 ? b : torch::Tensor(), norm->weight, norm->bias, norm->eps())
-      .view(y.sizes());
+  return BiasGeluLayerNorm(y_NF, b, norm->weight, norm->bias, norm->eps()).view(y.sizes());
 }
 
 SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dtype dtype) {

@@ -164,9 +164,13 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
           if (fused) {
             out = LinearGelu(linear, x, g);
             ASSERT_TRUE(out.grad_fn());
-            // The kernel (behind the view back to x's shape) for bf16, and float32 with a gate.
-            const std::string name = out.grad_fn()->next_edges()[0].function->name();
-            EXPECT_EQ(name.find("BiasGeluFunction") != std::string::npos, bf16 || gated) << name;
+            // The kernel (behind the view back to x's shape) for bf16, and float32 with a gate;
+            // where it runs it adds the bias (its second input) after a bias-free product.
+            const auto& node = out.grad_fn()->next_edges()[0].function;
+            const std::string name = node->name();
+            const bool kernel = name.find("BiasGeluFunction") != std::string::npos;
+            EXPECT_EQ(kernel, bf16 || gated) << name;
+            if (kernel) EXPECT_TRUE(node->next_edges().at(1).is_valid());
           } else {
             out = torch::gelu(linear(x));
             if (gated) out = out * g;

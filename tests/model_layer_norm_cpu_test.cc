@@ -210,9 +210,10 @@ TEST(LayerNormCpuTest, LinearGeluNormMatchesTheComposition) {
       out = LinearGeluNorm(linear, x, norm);
     }
     EXPECT_EQ(out.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
-    // out is a view of the kernel's output.
+    // out is a view of the kernel's output; the kernel adds the linear's bias (its second input).
     const auto& kernel = out.grad_fn()->next_edges().at(0).function;
     EXPECT_NE(kernel->name().find("LayerNormFunction"), std::string::npos) << kernel->name();
+    EXPECT_TRUE(kernel->next_edges().at(1).is_valid());
     (out.to(torch::kFloat) * dout).sum().backward();
     std::vector<torch::Tensor> got = {out.detach().to(torch::kDouble)};
     for (const auto& p : params) got.push_back(p.grad().to(torch::kDouble));
