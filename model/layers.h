@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <utility>
 
@@ -100,6 +101,15 @@ SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dty
 
 // (n*B, d) sequence-major -> (B, n, d) view (non-contiguous).
 torch::Tensor SeqMajorToBatchMajor(const torch::Tensor& x_ND, int64_t n, int64_t B);
+
+// Attention's heads from the sequence-major rows [q | k | v] (n*B, 3*H*k) of B sequences of
+// length n: q, k and v as contiguous (B, H, n, k) batches, q times q_scale, one copy each way
+// (backward writes the three gradients straight into the rows' layout). For the Transformer's
+// float32 CPU attention, where ATen's composition (unbind, permutes and the scale, bmm on
+// strided operands, and in backward a stack of the three gradients) made the step about 2%
+// slower; aMLP's single 64-wide head measured no gain (bench/RESULTS.md, 2026-12-04).
+std::array<torch::Tensor, 3> SplitHeads(const torch::Tensor& qkv_NW, int64_t n, int64_t B,
+                                        int64_t heads, double q_scale);
 
 // The rows [0, n) and columns [0, n) of a square (n_max, n_max) matrix, without a view when
 // n == n_max (a narrow() view's backward would build a zero-filled n_max x n_max gradient).

@@ -63,11 +63,19 @@ torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
     return attn_out_(
         AttentionBf16(qkv_N3D, n, B, H, batch.key_bias_B1N, alibi_Hnn, dropout_, is_training()));
   }
-  const auto qkv = qkv_N3D.view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
-  const torch::Tensor q_BHnK =
-      qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(k)));
-  const torch::Tensor k_BHnK = qkv[1].permute({1, 2, 0, 3});
-  const torch::Tensor v_BHnK = qkv[2].permute({1, 2, 0, 3});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(k));
+  torch::Tensor q_BHnK, k_BHnK, v_BHnK;
+  if (qkv_N3D.is_cpu()) {  // one copy each way (layers.h)
+    const auto heads = SplitHeads(qkv_N3D, n, B, H, scale);
+    q_BHnK = heads[0];
+    k_BHnK = heads[1];
+    v_BHnK = heads[2];
+  } else {
+    const auto qkv = qkv_N3D.view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
+    q_BHnK = qkv[0].permute({1, 2, 0, 3}) * scale;
+    k_BHnK = qkv[1].permute({1, 2, 0, 3});
+    v_BHnK = qkv[2].permute({1, 2, 0, 3});
+  }
   torch::Tensor scores_BHnn = BatchedMm(q_BHnK, k_BHnK.transpose(2, 3));
   if (alibi_Hnn.defined()) scores_BHnn = scores_BHnn + alibi_Hnn.to(scores_BHnn.scalar_type());
   if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
