@@ -21,10 +21,16 @@ inline constexpr uint64_t Mix64(uint64_t x) {
 // The output of one SplitMix64 step from state x; as a function, a well-mixed hash of x.
 inline constexpr uint64_t SplitMix64(uint64_t x) { return Mix64(x + kGoldenGamma); }
 
+// The generator's state before its i-th output (from 0): SplitMix64At(seed, i) is
+// Mix64(SplitMix64State(seed, i)), and the states of consecutive outputs differ by kGoldenGamma.
+inline constexpr uint64_t SplitMix64State(uint64_t seed, uint64_t i) {
+  return seed + (i + 1) * kGoldenGamma;
+}
+
 // The i-th output (from 0) of the SplitMix64 generator seeded with `seed`. Random access: threads
 // can each draw their own index range of one stream.
 inline constexpr uint64_t SplitMix64At(uint64_t seed, uint64_t i) {
-  return SplitMix64(seed + i * kGoldenGamma);
+  return Mix64(SplitMix64State(seed, i));
 }
 
 }  // namespace gmlp

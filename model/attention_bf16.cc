@@ -286,9 +286,10 @@ void DropRows(const uint16_t* P, int64_t n, int64_t n2, uint64_t seed, uint64_t 
   for (int64_t i = 0; i < n; ++i) {
     const uint16_t* p = P + i * n2;
     uint16_t* o = out + i * n2;
-    for (int64_t j = 0; j < n; ++j) {
+    uint64_t state = SplitMix64State(seed, static_cast<uint64_t>(base + i * n));
+    for (int64_t j = 0; j < n; ++j, state += kGoldenGamma) {
       const uint16_t v = FloatToBf16Bits(Bf16BitsToFloat(p[j]) * scale);
-      o[j] = DropoutKeeps(seed, base + i * n + j, threshold) ? v : uint16_t{0};
+      o[j] = DropoutKeepsState(state, threshold) ? v : uint16_t{0};
     }
     if (n2 > n) o[n] = 0;
   }
@@ -298,8 +299,9 @@ void DropRows(const uint16_t* P, int64_t n, int64_t n2, uint64_t seed, uint64_t 
 GMLP_VECTOR_CLONES
 void MaskGradRows(float* dP, int64_t n, uint64_t seed, uint64_t threshold, float scale,
                   int64_t base) {
-  for (int64_t i = 0; i < n * n; ++i) {
-    dP[i] = DropoutKeeps(seed, base + i, threshold) ? dP[i] * scale : 0.0f;
+  uint64_t state = SplitMix64State(seed, static_cast<uint64_t>(base));
+  for (int64_t i = 0; i < n * n; ++i, state += kGoldenGamma) {
+    dP[i] = DropoutKeepsState(state, threshold) ? dP[i] * scale : 0.0f;
   }
 }
 

@@ -28,11 +28,15 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed);
 // The mask's pieces, for kernels that apply it inside other work (attention_bf16.h) and must
 // drop exactly what Dropout would on the same contiguous tensor: one seed per call from
 // LibTorch's default CPU generator; element i is kept when the top 32 bits of SplitMix64 at i
-// are >= the threshold p * 2^32.
+// are >= the threshold p * 2^32. Loops over consecutive indices can step the generator's state
+// (SplitMix64State, common/mix64.h) by kGoldenGamma and ask DropoutKeepsState.
 uint64_t NextDropoutSeed();
 uint64_t DropoutThreshold(double p);
+inline bool DropoutKeepsState(uint64_t state, uint64_t threshold) {
+  return (Mix64(state) >> 32) >= threshold;
+}
 inline bool DropoutKeeps(uint64_t seed, int64_t i, uint64_t threshold) {
-  return (SplitMix64At(seed, static_cast<uint64_t>(i)) >> 32) >= threshold;
+  return DropoutKeepsState(SplitMix64State(seed, static_cast<uint64_t>(i)), threshold);
 }
 
 }  // namespace gmlp::model

@@ -33,6 +33,15 @@ TEST(DropoutTest, MaskIsAFunctionOfTheSeedForEveryDtype) {
   EXPECT_FALSE(a.equal(ApplyDropoutMask(x, 0.3, 8).ne(0)));
   EXPECT_TRUE(a.equal(ApplyDropoutMask(x.to(torch::kBFloat16), 0.3, 7).ne(0)));
   EXPECT_TRUE(a.equal(ApplyDropoutMask(x.to(torch::kDouble), 0.3, 7).ne(0)));
+  // Element i is kept exactly when DropoutKeeps says so (the float and bf16 loops step the
+  // generator's state instead of hashing each index afresh).
+  const torch::Tensor flat = a.reshape({-1});
+  const uint64_t threshold = DropoutThreshold(0.3);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < flat.numel(); ++i) {
+    differ += flat[i].item<bool>() != DropoutKeeps(7, i, threshold);
+  }
+  EXPECT_EQ(differ, 0);
   // Threads split the work by index ranges: the mask does not depend on their number.
   const int threads = torch::get_num_threads();
   torch::set_num_threads(1);
