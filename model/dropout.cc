@@ -34,10 +34,10 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
 
 // The mask loops for the two dtypes training runs in. Each element's decision (DropoutKeeps) is
 // one SplitMix64 of its index: with 64-bit vector multiplies (AVX-512DQ) the loop runs 8 lanes
-// wide (the scalar loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). The loops step the
-// generator's state by kGoldenGamma instead of multiplying each index by it: one 64-bit multiply
-// fewer per element of three, which AVX2 emulates (1-1.6% of a transformer-tiny fp32 step there).
-// Every clone computes the same bits.
+// wide (the scalar loop was 5-6% of a bf16 gmlp-tiny step, bench/RESULTS.md). The loops add
+// kGoldenGamma to the generator's state per element rather than multiply each index by it: two
+// 64-bit multiplies per element instead of three, each of which AVX2 builds from three 32-bit
+// ones (1-1.6% of a transformer-tiny fp32 step there). Every clone computes the same bits.
 
 GMLP_VECTOR_CLONES
 void MaskFloat(const float* src, float* dst, int64_t begin, int64_t end, uint64_t seed,
