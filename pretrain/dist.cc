@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef GMLP_WITH_CUDA
@@ -139,6 +140,32 @@ c10::intrusive_ptr<CollectiveGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d:
 }
 #endif
 
+// The store the process group rendezvouses in. Rank 0 serves a fresh TCPStore unless a launcher
+// agent hosts one (torchrun). An agent's store outlives its workers: when torchrun restarts the
+// group, the keys of the earlier attempt are still there, and Gloo would read a dead rank's
+// address from them. Each rank therefore counts itself in (`add` is atomic) and the group works
+// under "gmlp/<attempt>/", attempt = (ranks counted before it) / world size: the same number on
+// every rank of one attempt however the launcher numbers its restarts (torchrun's
+// TORCHELASTIC_RESTART_COUNT differs between nodes when only one of them failed).
+c10::intrusive_ptr<c10d::Store> ConnectStore(const DistEnv& env,
+                                             std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(env.master_port);
+  options.isServer = env.rank == 0 && !env.agent_store;
+  options.timeout = timeout;
+  if (!env.agent_store) {
+    options.numWorkers = env.world_size;
+    options.waitWorkers = true;
+  } else {
+    options.waitWorkers = false;
+  }
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+  if (!env.agent_store) return tcp;
+  const int64_t before = tcp->add("gmlp/ranks_joined", 1) - 1;
+  return c10::make_intrusive<c10d::PrefixStore>(absl::StrCat("gmlp/", before / env.world_size),
+                                                tcp);
+}
+
 }  // namespace
 
 absl::StatusOr<DistEnv> DistEnvFromEnvironment() {
@@ -178,6 +205,21 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment() {
   auto port = EnvInt("MASTER_PORT", &found);
   if (!port.ok()) return port.status();
   if (found) env.master_port = *port;
+  if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
+    env.agent_store = std::string(agent) == "True";  // as torch.distributed.rendezvous reads it
+  }
+#if TORCH_VERSION_MAJOR < 2
+  if (env.agent_store) {
+    if (env.master_port == 65535) {
+      return absl::InvalidArgumentError(
+          "MASTER_PORT=65535: a LibTorch 1.x build under torchrun serves its store on "
+          "MASTER_PORT + 1; choose a lower --master_port");
+    }
+    env.agent_store = false;
+    env.beside_agent_store = true;
+    env.master_port += 1;
+  }
+#endif
   if (env.master_port <= 0 || env.master_port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("MASTER_PORT=", env.master_port, " is not a TCP port (1..65535)"));
@@ -189,13 +231,7 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
                                                     std::chrono::milliseconds timeout) {
   if (env.world_size == 1) return std::unique_ptr<Dist>(new SingleProcess());
   try {
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<uint16_t>(env.master_port);
-    store_options.isServer = env.rank == 0;
-    store_options.numWorkers = env.world_size;
-    store_options.waitWorkers = true;
-    store_options.timeout = timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store = ConnectStore(env, timeout);
 #ifdef GMLP_WITH_CUDA
     if (torch::cuda::is_available()) {
       // NCCL works on the current device: the one this rank trains on (TrainingDevice).
@@ -211,6 +247,11 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
     return absl::UnavailableError(
         absl::StrCat("rank ", env.rank, " of ", env.world_size, ": rendezvous at ", env.master_addr,
                      ":", env.master_port, " failed: ", e.what(),
+                     env.beside_agent_store
+                         ? " (this LibTorch 1.x build serves its own store on MASTER_PORT + 1, "
+                           "since torch 2's agent store speaks a newer protocol: that port "
+                           "must be free on MASTER_ADDR)"
+                         : "",
                      "; check MASTER_ADDR/MASTER_PORT and that every rank was started"));
   }
 }

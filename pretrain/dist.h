@@ -23,11 +23,18 @@ struct DistEnv {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // torchrun (PyTorch 2.x) hosts the TCPStore in its agent on MASTER_PORT and says so with
+  // TORCHELASTIC_USE_AGENT_STORE=True: every rank is then a client of that store, rank 0 too.
+  bool agent_store = false;
+  // LibTorch 1.x's TCPStore speaks an older wire protocol than torch 2's agent store, so a
+  // 1.x build under such an agent has rank 0 serve a store of its own on MASTER_PORT + 1.
+  bool beside_agent_store = false;
 };
 
 // Reads RANK/WORLD_SIZE/LOCAL_RANK (torchrun, and `gmlp pretrain --nproc`), else
-// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (srun), plus MASTER_ADDR/MASTER_PORT; world size 1 when
-// none is set. Malformed or inconsistent values are an InvalidArgument naming the variable.
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (srun), plus MASTER_ADDR/MASTER_PORT and
+// TORCHELASTIC_USE_AGENT_STORE; world size 1 when none is set. Malformed or inconsistent values
+// are an InvalidArgument naming the variable.
 absl::StatusOr<DistEnv> DistEnvFromEnvironment();
 
 // An allreduce in flight.
@@ -43,7 +50,8 @@ class Dist {
   virtual ~Dist() = default;
 
   // World size 1: a no-op group without sockets. Otherwise a TCPStore rendezvous at
-  // master_addr:master_port (rank 0 serves it) and a group whose collectives fail after
+  // master_addr:master_port (rank 0 serves it, or torchrun's agent when env.agent_store) and a
+  // group whose collectives fail after
   // `timeout` instead of hanging when a peer dies: NCCL on cuda:(local_rank mod GPUs) when this
   // build has CUDA and sees a GPU, else Gloo (CPU).
   static absl::StatusOr<std::unique_ptr<Dist>> Connect(const DistEnv& env,
