@@ -2,6 +2,7 @@
 // lives in its stage's *_main.cc.
 #include <c10/util/Exception.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -41,6 +42,9 @@ void PrintUsage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past a file-size limit (RLIMIT_FSIZE, a quota) then fails with EFBIG and is reported
+  // with the file's name like a full disk, instead of killing the process silently.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? stderr : stdout);

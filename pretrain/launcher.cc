@@ -8,16 +8,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "pretrain/preempt.h"
 
 namespace gmlp::pretrain {
 namespace {
@@ -75,12 +80,19 @@ bool IsSpawnedRank() {
   return v != nullptr && *v != '\0';
 }
 
-int SpawnLocalRanks(int nproc) {
-  const std::vector<std::string> args = OwnCommandLine();
-  if (args.empty()) {
-    std::fprintf(stderr, "gmlp pretrain: error: cannot read /proc/self/cmdline to spawn ranks\n");
-    return 1;
-  }
+namespace {
+
+// A stop signal the launcher received, to forward to its ranks (0: none).
+std::atomic<int> g_forward{0};
+void OnLauncherSignal(int signal) { g_forward.store(signal); }
+
+// How one start of the group ended.
+enum class GroupEnd { kDone, kPreempted, kFailed };
+
+// Forks `nproc` ranks running `args` with a fresh MASTER_PORT and waits for all of them. A rank
+// that fails (a signal, or a status other than 0 and kExitPreempted) gets the others SIGTERMed
+// and, after a grace period, SIGKILLed. A stop signal received here is passed on to every rank.
+GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
   const std::string port = std::to_string(FreePort());
   const pid_t parent = ::getpid();
   std::vector<pid_t> pids(nproc, -1);
@@ -90,7 +102,8 @@ int SpawnLocalRanks(int nproc) {
     if (pid < 0) {
       std::perror("gmlp pretrain: fork");
       for (int k = 0; k < r; ++k) ::kill(pids[k], SIGKILL);
-      return 1;
+      for (int k = 0; k < r; ++k) ::waitpid(pids[k], nullptr, 0);
+      return GroupEnd::kFailed;
     }
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -112,40 +125,82 @@ int SpawnLocalRanks(int nproc) {
     }
     pids[r] = pid;
   }
-  int alive = nproc;
-  int result = 0;
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kGrace = std::chrono::seconds(10);
+  std::optional<Clock::time_point> kill_at;  // set once a rank failed
+  int alive = nproc, forwarded = 0;
+  bool failed = false, preempted = false;
+  auto signal_all = [&](int signal) {
+    for (pid_t p : pids) {
+      if (p > 0) ::kill(p, signal);
+    }
+  };
   while (alive > 0) {
+    if (const int sig = g_forward.load(); sig != 0 && sig != forwarded) {
+      signal_all(sig);
+      forwarded = sig;
+    }
+    if (kill_at && Clock::now() >= *kill_at) {
+      signal_all(SIGKILL);
+      kill_at.reset();
+    }
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
     }
-    int rank = -1;
-    for (int r = 0; r < nproc; ++r) {
-      if (pids[r] == pid) rank = r;
-    }
-    if (rank < 0) continue;
-    pids[rank] = -1;
+    if (pid < 0) break;
+    const auto it = std::find(pids.begin(), pids.end(), pid);
+    if (it == pids.end()) continue;
+    const int rank = static_cast<int>(it - pids.begin());
+    *it = -1;
     --alive;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-    if (result == 0) {
-      result = 1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kExitPreempted) {
+      preempted = true;
+      continue;
+    }
+    if (!failed) {
+      failed = true;
       std::fprintf(stderr, "gmlp pretrain: rank %d %s; stopping the other ranks\n", rank,
                    DescribeExit(status).c_str());
-      for (pid_t p : pids) {
-        if (p > 0) ::kill(p, SIGTERM);
-      }
-      // Whoever has not gone after a grace period is killed.
-      std::thread([pids]() {
-        std::this_thread::sleep_for(std::chrono::seconds(10));
-        for (pid_t p : pids) {
-          if (p > 0) ::kill(p, SIGKILL);
-        }
-      }).detach();
+      signal_all(SIGTERM);
+      kill_at = Clock::now() + kGrace;  // whoever has not gone by then is killed
     }
   }
-  return result;
+  if (failed) return GroupEnd::kFailed;
+  return preempted ? GroupEnd::kPreempted : GroupEnd::kDone;
+}
+
+}  // namespace
+
+int SpawnLocalRanks(int nproc, int max_restarts) {
+  const std::vector<std::string> args = OwnCommandLine();
+  if (args.empty()) {
+    std::fprintf(stderr, "gmlp pretrain: error: cannot read /proc/self/cmdline to spawn ranks\n");
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnLauncherSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int signal : {SIGTERM, SIGUSR1, SIGINT}) sigaction(signal, &action, nullptr);
+  for (int restart = 0;; ++restart) {
+    switch (RunGroup(args, nproc)) {
+      case GroupEnd::kDone:
+        return 0;
+      case GroupEnd::kPreempted:
+        return kExitPreempted;
+      case GroupEnd::kFailed:
+        break;
+    }
+    if (restart >= max_restarts || g_forward.load() != 0) return 1;
+    std::fprintf(stderr,
+                 "gmlp pretrain: restarting the %d ranks (restart %d of --max_restarts=%d); they "
+                 "continue from the last checkpoint\n",
+                 nproc, restart + 1, max_restarts);
+  }
 }
 
 }  // namespace gmlp::pretrain

@@ -1,13 +1,18 @@
 // `gmlp pretrain`: MLM-pretrains an encoder on shards from `gmlp prepare`, on 1..N ranks.
 // Flags only; the work is in run.cc (RunPretraining) and trainer.cc.
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "pretrain/config.h"
+#include "pretrain/dist.h"
 #include "pretrain/launcher.h"
+#include "pretrain/preempt.h"
 #include "pretrain/run.h"
 #include "pretrain/train_config.h"
 
@@ -16,10 +21,12 @@ namespace {
 
 constexpr char kUsage[] =
     "gmlp pretrain --shard_dir=DIR --out_dir=DIR [--preset=gmlp-tiny] [--model_overrides=k=v,...] "
-    "[--config=FILE] [--resume] [--nproc=N] [flags]\n\n"
-    "MLM-pretrains an encoder on shards from `gmlp prepare`. Distributed: --nproc=N, or under "
-    "torchrun --no_python / srun (RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS with "
-    "MASTER_ADDR/MASTER_PORT). See pretrain/README.md.";
+    "[--config=FILE] [--resume=auto|never] [--nproc=N [--max_restarts=K]] [flags]\n\n"
+    "MLM-pretrains an encoder on shards from `gmlp prepare`. Re-running the same command "
+    "continues the run in --out_dir. Distributed: --nproc=N, or under torchrun --no_python / "
+    "srun (RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS with MASTER_ADDR/MASTER_PORT). SIGTERM "
+    "or SIGUSR1 stops every rank after one step with a checkpoint, exit status 75. See "
+    "pretrain/README.md.";
 
 }  // namespace
 
@@ -28,8 +35,9 @@ int PretrainMain(int argc, char** argv) {
   pretrain::ConfigSources sources;
   pretrain::PretrainConfig defaults;
   std::string preset = defaults.preset;
-  bool resume = false;
+  pretrain::ResumeMode resume = pretrain::ResumeMode::kAuto;
   int nproc = 1;
+  int max_restarts = 0;
   pretrain::TrainConfig train;
   FlagSet flags(argv[0], kUsage);
   flags.Add("config", &sources.config_file,
@@ -40,9 +48,21 @@ int PretrainMain(int argc, char** argv) {
             "--config's preset and model section.");
   flags.Add("model_overrides", &sources.model_overrides,
             "EncoderConfig overrides, 'key=value,...' (e.g. n_layers=2,d_ffn=512).");
-  flags.Add("resume", &resume,
-            "Continue from the newest complete checkpoint in --out_dir (starts afresh if none).");
+  flags.AddCustom(
+      "resume",
+      "auto: continue the run in --out_dir from its newest complete checkpoint (afresh when it "
+      "has none; a different configuration is refused, naming the key); never: --out_dir must "
+      "be empty. A bare --resume is auto",
+      "auto", /*is_bool=*/true, [&resume](absl::string_view text) {
+        auto mode = pretrain::ParseResumeMode(text);
+        if (mode.ok()) resume = *mode;
+        return mode.ok();
+      });
   flags.Add("nproc", &nproc, "Spawn this many local ranks (no launcher needed); 1 = this process.");
+  flags.Add("max_restarts", &max_restarts,
+            "With --nproc: when a rank fails, stop the others and start all again, at most this "
+            "many times (as torchrun --max-restarts); each start continues from the last "
+            "checkpoint.");
   flags.AddFields(train);
   const std::vector<std::string> positional = ParseSubcommandFlags(flags, argc, argv);
   if (!positional.empty()) {
@@ -52,6 +72,9 @@ int PretrainMain(int argc, char** argv) {
   }
   if (nproc < 1) {
     return Fail(argv[0], absl::InvalidArgumentError("--nproc must be >= 1"));
+  }
+  if (max_restarts < 0) {
+    return Fail(argv[0], absl::InvalidArgumentError("--max_restarts must be >= 0"));
   }
   if (flags.Given("preset")) sources.preset = preset;
   const nlohmann::json train_json = train.ToJson();
@@ -65,9 +88,17 @@ int PretrainMain(int argc, char** argv) {
     absl::Status st = config->train.Validate();
     if (st.ok()) st = pretrain::AccumulationSteps(config->train, nproc).status();
     if (!st.ok()) return Fail(argv[0], st);
-    return pretrain::SpawnLocalRanks(nproc);
+    return pretrain::SpawnLocalRanks(nproc, max_restarts);
   }
+  pretrain::InstallStopSignalHandlers();
   absl::Status st = pretrain::RunPretraining(*std::move(config), resume);
+  if (absl::IsCancelled(st)) {  // preempted, with a checkpoint: one line, from rank 0
+    auto env = pretrain::DistEnvFromEnvironment();
+    if (env.ok() && env->rank == 0) {
+      std::fprintf(stderr, "gmlp %s: %s\n", argv[0], std::string(st.message()).c_str());
+    }
+    return pretrain::kExitPreempted;
+  }
   if (!st.ok()) return Fail(argv[0], st);
   return 0;
 }

@@ -1,9 +1,12 @@
 #include "pretrain/run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -32,7 +35,58 @@ std::string FindTokenizer(const data::Manifest& manifest, const std::string& sha
   return "";
 }
 
+// The first path under `prefix` where `saved` and `now` differ ("" when none); keys present on
+// one side only are skipped.
+std::string FirstDifference(const nlohmann::json& saved, const nlohmann::json& now,
+                            const std::string& prefix) {
+  if (saved.is_object() && now.is_object()) {
+    for (const auto& [key, value] : saved.items()) {
+      if (!now.contains(key)) continue;
+      if (prefix.empty() && MayChangeOnResume(key)) continue;
+      const std::string path = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+      std::string diff = FirstDifference(value, now.at(key), path);
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
+  return saved == now ? "" : prefix;
+}
+
+const nlohmann::json& At(const nlohmann::json& j, const std::string& path) {
+  const nlohmann::json* node = &j;
+  for (absl::string_view key : absl::StrSplit(path, '.')) node = &node->at(std::string(key));
+  return *node;
+}
+
 }  // namespace
+
+absl::StatusOr<ResumeMode> ParseResumeMode(absl::string_view text) {
+  if (text == "auto" || text == "true") return ResumeMode::kAuto;  // bare --resume: auto
+  if (text == "never" || text == "false") return ResumeMode::kNever;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--resume=", text,
+                   ": expected auto (continue a run found in --out_dir) or "
+                   "never (--out_dir must be empty)"));
+}
+
+bool MayChangeOnResume(absl::string_view key) {
+  static constexpr absl::string_view kMayChange[] = {
+      "shard_dir",        "out_dir",    "steps",          "micro_batch",
+      "log_every",        "eval_every", "eval_batches",   "checkpoint_every",
+      "keep_checkpoints", "bucket_mb",  "dist_timeout_s", "peak_gflops"};
+  return std::find(std::begin(kMayChange), std::end(kMayChange), key) != std::end(kMayChange);
+}
+
+absl::Status CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now,
+                          const std::string& saved_path) {
+  const std::string diff = FirstDifference(saved, now, "");
+  if (diff.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(saved_path, ": the run in this out_dir has ", diff, " = ",
+                   At(saved, diff).dump(), ", this command ", At(now, diff).dump(),
+                   "; run the same configuration to continue it (e.g. --config=", saved_path,
+                   "), choose a new --out_dir, or remove the old run"));
+}
 
 torch::Device TrainingDevice(const DistEnv& env) {
   if (!torch::cuda::is_available()) return torch::kCPU;
@@ -40,7 +94,7 @@ torch::Device TrainingDevice(const DistEnv& env) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % gpus));
 }
 
-absl::Status RunPretraining(PretrainConfig config, bool resume) {
+absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
   const bool rank0 = env.rank == 0;
   TrainConfig& tc = config.train;
@@ -52,35 +106,32 @@ absl::Status RunPretraining(PretrainConfig config, bool resume) {
   GMLP_RETURN_IF_ERROR(AccumulationSteps(tc, env.world_size).status());
   GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
                         data::ReadManifest(JoinPath(tc.shard_dir, data::kManifestFile)));
+  config.model.vocab_size = manifest.vocab_size;
+  config.model.max_seq_len = manifest.seq_len;
 
   std::string resume_from;
-  if (resume) {
-    auto found = ResolveCheckpoint(tc.out_dir);
-    if (found.ok()) {
-      resume_from = *found;
-      GMLP_ASSIGN_OR_RETURN(
-          const nlohmann::json j,
-          ReadJsonFile(JoinPath(resume_from, kConfigFile), "resume from an older checkpoint"));
-      if (!j.is_object() || !j.contains("model")) {
-        return absl::DataLossError(absl::StrCat(JoinPath(resume_from, kConfigFile),
-                                                ": malformed; resume from an older checkpoint"));
-      }
-      GMLP_ASSIGN_OR_RETURN(config.model, model::EncoderConfig::FromJson(j.at("model")));
-      config.preset = j.value("preset", config.preset);
-    } else if (rank0) {
-      std::fprintf(stderr, "gmlp pretrain: no checkpoint in %s yet; starting afresh\n",
-                   tc.out_dir.c_str());
+  if (resume == ResumeMode::kNever) {
+    // Rank 0 alone looks: the others could see the files it starts writing.
+    if (rank0 && !ListDir(tc.out_dir).empty()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(tc.out_dir,
+                       ": not empty, and --resume=never starts afresh only in an empty --out_dir; "
+                       "choose a new one, or --resume=auto to continue the run there"));
     }
-  }
-  if (resume_from.empty()) {
-    config.model.vocab_size = manifest.vocab_size;
-    config.model.max_seq_len = manifest.seq_len;
-  } else if (config.model.vocab_size != manifest.vocab_size ||
-             config.model.max_seq_len < manifest.seq_len) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        resume_from, ": the checkpoint's model has vocab_size ", config.model.vocab_size,
-        " and max_seq_len ", config.model.max_seq_len, ", the shards in ", tc.shard_dir, " ",
-        manifest.vocab_size, " and ", manifest.seq_len, "; resume with the same shards"));
+  } else if (auto found = ResolveCheckpoint(tc.out_dir); found.ok()) {
+    resume_from = *found;
+    const std::string saved_path = JoinPath(resume_from, kConfigFile);
+    GMLP_ASSIGN_OR_RETURN(const nlohmann::json saved,
+                          ReadJsonFile(saved_path, "resume from an older checkpoint"));
+    if (!saved.is_object() || !saved.contains("model")) {
+      return absl::DataLossError(
+          absl::StrCat(saved_path, ": malformed; resume from an older checkpoint"));
+    }
+    GMLP_RETURN_IF_ERROR(CheckSameRun(saved, config.ToJson(), saved_path));
+    if (rank0) {
+      std::fprintf(stderr, "gmlp pretrain: continuing the run in %s from %s\n", tc.out_dir.c_str(),
+                   resume_from.c_str());
+    }
   }
   GMLP_RETURN_IF_ERROR(config.Validate());
   const std::string tokenizer_model = FindTokenizer(manifest, tc.shard_dir);

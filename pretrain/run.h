@@ -4,7 +4,12 @@
 
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "pretrain/config.h"
 #include "pretrain/dist.h"
 
@@ -15,12 +20,33 @@ namespace gmlp::pretrain {
 // either way, so runs move between GPU and CPU machines.
 torch::Device TrainingDevice(const DistEnv& env);
 
+// What to do with an out_dir that already holds checkpoints.
+enum class ResumeMode {
+  kAuto,   // continue from its newest complete checkpoint when there is one, else start afresh
+  kNever,  // start afresh; an out_dir that is not empty is an error
+};
+// "auto" / "never"; InvalidArgument otherwise.
+absl::StatusOr<ResumeMode> ParseResumeMode(absl::string_view text);
+
+// Keys of a run's config.json that may change when it resumes (the length of the run, where
+// files are, how often it logs, evaluates and checkpoints, per-rank batch and communication
+// settings); every other key, the model's included, must be the same.
+bool MayChangeOnResume(absl::string_view key);
+
+// `now` against the `saved` config.json of the checkpoint being resumed (PretrainConfig::ToJson
+// layouts): FailedPrecondition naming the first key, as a JSON path, that differs and may not.
+// Keys only one side has (a checkpoint from an older gmlp) are not compared.
+absl::Status CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now,
+                          const std::string& saved_path);
+
 // Trains `config` as the rank the environment names (see DistEnvFromEnvironment; one process
-// when none). vocab_size and max_seq_len are taken from the shard manifest. With `resume`, the
-// newest complete checkpoint in config.train.out_dir is continued (its architecture wins over
-// `config.model`); when there is none yet the run starts afresh, so a preempted job can always
-// be restarted with --resume. Rank 0 prints the resolved config to stderr.
-absl::Status RunPretraining(PretrainConfig config, bool resume);
+// when none). vocab_size and max_seq_len are taken from the shard manifest. With kAuto, the
+// newest complete checkpoint in config.train.out_dir is continued when it belongs to the same
+// run (CheckSameRun), so re-running a killed or preempted command continues it, and a job
+// restarted by its launcher (torchrun --max-restarts, --nproc --max_restarts) picks up where it
+// stopped. Rank 0 prints the resolved config to stderr. A preempted run returns Cancelled
+// after writing its checkpoint (preempt.h).
+absl::Status RunPretraining(PretrainConfig config, ResumeMode resume = ResumeMode::kAuto);
 
 }  // namespace gmlp::pretrain
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "model/softmax_xent.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/mlm_eval.h"
+#include "pretrain/preempt.h"
 #include "pretrain/schedule.h"
 #include "tokenizer/tokenizer.h"
 
@@ -111,10 +113,10 @@ absl::Status Trainer::Init(const std::string& resume_from) {
   if (rank0) {
     GMLP_RETURN_IF_ERROR(MakeDirs(config_.out_dir));
     if (resume_from.empty() && !ListCheckpoints(checkpoints_dir).empty()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(config_.out_dir,
-                       ": already holds checkpoints; pass --resume to continue that run, or "
-                       "choose a new --out_dir"));
+      return absl::AlreadyExistsError(absl::StrCat(
+          config_.out_dir,
+          ": already holds checkpoints; --resume=auto (the default) continues that run, or "
+          "choose a new --out_dir"));
     }
   }
   if (!resume_from.empty()) {
@@ -210,8 +212,14 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
     batches.push_back(std::move(batch));
   }
   const auto f64 = torch::TensorOptions(torch::kFloat64).device(device_);
-  torch::Tensor counts = torch::tensor({local_masked, local_tokens}, torch::kFloat64).to(device_);
+  // The third count is how many ranks were asked to stop (preempt.h): summed with the others, so
+  // every rank learns of a request at the same step.
+  const double stop = StopSignal() != 0 ? 1.0 : 0.0;
+  torch::Tensor counts =
+      torch::tensor({local_masked, local_tokens, stop}, torch::kFloat64).to(device_);
   dist_->AllreduceSum(counts);  // on a GPU this orders the stream; the host does not wait
+  // On the CPU the sum is already here; a GPU's is read with the step's statistics (SyncStats).
+  if (device_.is_cpu()) s.stop_requested = counts[2].item<double>() > 0;
   const torch::Tensor denom = counts[0].clamp_min(1.0).to(torch::kFloat32);
 
   SeedDropout();
@@ -235,7 +243,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
   dist_->AllreduceSum(sums);
   const torch::Tensor grad_norm =
       ClipGradNormAsync(params_, config_.clip_norm, options_.multi_tensor_cpu);
-  // (loss_sum, correct, masked, tokens, grad_norm) of the global batch.
+  // (loss_sum, correct, masked, tokens, stop requests, grad_norm) of the global batch.
   sums_ = torch::cat({sums, counts, grad_norm.reshape({1})});
   const torch::Tensor bad = sums_.isfinite().all().logical_not();
   first_nonfinite_ =
@@ -260,8 +268,9 @@ absl::Status Trainer::SyncStats(StepStats* s) const {
   s->accuracy = v[1] / denom;
   s->masked_tokens = static_cast<int64_t>(v[2]);
   s->tokens = static_cast<int64_t>(v[3]);
-  s->grad_norm = v[4];
-  const auto first_bad = static_cast<int64_t>(v[5]);
+  s->stop_requested = s->stop_requested || v[4] > 0;
+  s->grad_norm = v[5];
+  const auto first_bad = static_cast<int64_t>(v[6]);
   if (first_bad < 0) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat(
       "step %d: the loss or gradient norm is not finite (step %d: loss %g, gradient norm %g); "
@@ -348,6 +357,17 @@ absl::Status Trainer::SaveCheckpoint() {
   return PruneCheckpoints(checkpoints_dir, config_.keep_checkpoints);
 }
 
+absl::Status Trainer::StopForPreemption() {
+  if (last_checkpoint_step_ != step_) GMLP_RETURN_IF_ERROR(SaveCheckpoint());
+  // Nobody leaves before rank 0's checkpoint is in place: a launcher stops the whole group as
+  // soon as one rank exits.
+  dist_->Barrier();
+  return absl::CancelledError(absl::StrCat(
+      "preempted (", StopSignal() != 0 ? strsignal(StopSignal()) : "a peer rank was signalled",
+      ") after step ", step_, "; checkpoint ", JoinPath(config_.out_dir, kCheckpointsSubdir), "/",
+      CheckpointName(step_), " written; the same command resumes from it"));
+}
+
 absl::Status Trainer::Run() {
   const bool rank0 = dist_->rank() == 0;
   const auto run_start = Clock::now();
@@ -423,6 +443,7 @@ absl::Status Trainer::Run() {
         GMLP_RETURN_IF_ERROR(SaveCheckpoint());
         interval_excluded += Seconds(save_start);
       }
+      if (s.stop_requested && !last) return StopForPreemption();
     }
     if (last_checkpoint_step_ != step_) GMLP_RETURN_IF_ERROR(SaveCheckpoint());
   } catch (const c10::Error& e) {

@@ -74,6 +74,9 @@ struct StepStats {
   int64_t tokens = 0;  // input tokens of the global batch
   double data_wait_s = 0;
   double step_s = 0;
+  // Some rank was asked to stop (preempt.h) by this step; every rank sees the same value. Known
+  // on the CPU at every step, on a GPU at sync steps.
+  bool stop_requested = false;
 };
 
 struct EvalStats {
@@ -96,7 +99,10 @@ class Trainer {
   // directory or a run directory), loads model, optimizer, step and loader state from it first.
   absl::Status Init(const std::string& resume_from = "");
 
-  // Trains until config.steps, logging, evaluating and checkpointing on the way. A non-finite
+  // Trains until config.steps, logging, evaluating and checkpointing on the way. When a rank was
+  // asked to stop (SIGTERM/SIGUSR1, preempt.h), every rank finishes the step where the request is
+  // seen, the checkpoint of that step is written and Run returns Cancelled ("preempted"). A
+  // non-finite
   // loss or gradient stops the run at the next log, evaluation or checkpoint step with
   // FailedPrecondition naming the first bad step (the last checkpoint is untouched);
   // a failed peer makes it return Unavailable / Aborted.
@@ -123,6 +129,8 @@ class Trainer {
 
  private:
   absl::Status SyncStats(StepStats* stats) const;
+  // Writes this step's checkpoint (unless it exists), waits for every rank, returns Cancelled.
+  absl::Status StopForPreemption();
   void SeedDropout();
 
   TrainerOptions options_;

@@ -523,7 +523,7 @@ absl::StatusOr<double> PretrainAndMeasure(const StudyConfig& config, const Study
   pretrain::PretrainConfig pc = cell.pretrain;
   pc.train.shard_dir = data.shard_dir;
   pc.train.out_dir = pre_dir;
-  GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, /*resume=*/true));
+  GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, pretrain::ResumeMode::kAuto));
   return HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretrain_batch, config.ppl_batches);
 }
 

@@ -34,13 +34,26 @@
 #include "pretrain/pretrained.h"
 #include "tests/data_test_util.h"
 #include "tests/pretrain_test_util.h"
+#include "tests/subprocess_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::pretrain {
 namespace {
 
+using gmlp::testing::DescendantWithEnv;
+using gmlp::testing::ExitCode;
+using gmlp::testing::FreeTcpPort;
+using gmlp::testing::JsonRecords;
+using gmlp::testing::kGmlpBinary;
+using gmlp::testing::LastLoggedStep;
+using gmlp::testing::LogTail;
+using gmlp::testing::StartPretrain;
+using gmlp::testing::TrainLosses;
+using gmlp::testing::WaitAtMost;
+using gmlp::testing::WaitStatus;
+
 const std::string kMoby = GMLP_SOURCE_DIR "/../shared/data/corpus/moby-dick/moby_dick.txt";
-const std::string kGmlp = GMLP_BINARY_DIR "/gmlp";
+const std::string& kGmlp = kGmlpBinary;
 
 std::string* g_shards = nullptr;  // built once per process
 std::string* g_skip = nullptr;
@@ -86,66 +99,14 @@ class E2eTest : public ::testing::Test {
   }
 };
 
-// Starts `gmlp pretrain <args>` with extra environment, output to `log`.
 pid_t Start(const std::vector<std::string>& args, const std::vector<std::string>& env,
             const std::string& log) {
-  std::vector<std::string> all = {kGmlp, "pretrain"};
-  all.insert(all.end(), args.begin(), args.end());
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::freopen(log.c_str(), "w", stderr);
-    std::freopen(log.c_str(), "a", stdout);
-    std::vector<char*> argv;
-    for (const auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(kGmlp.c_str(), argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return status;
+  return StartPretrain(args, {env, log});
 }
 
 int RunToEnd(const std::vector<std::string>& args, const std::string& log,
              const std::vector<std::string>& env = {}) {
-  const int status = Wait(Start(args, env, log));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::vector<nlohmann::json> Records(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  auto text = ReadFile(path);
-  if (!text.ok()) return out;
-  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded()) out.push_back(j);
-  }
-  return out;
-}
-
-std::map<int64_t, double> TrainLosses(const std::string& out_dir) {
-  std::map<int64_t, double> out;
-  for (const auto& j : Records(out_dir + "/metrics.jsonl")) {
-    if (j.value("type", "") == "train") out[j["step"].get<int64_t>()] = j["loss"].get<double>();
-  }
-  return out;
-}
-
-int64_t LastStep(const std::string& out_dir) {
-  int64_t last = 0;
-  for (const auto& j : Records(out_dir + "/metrics.jsonl"))
-    last = std::max(last, j.value("step", int64_t{0}));
-  return last;
-}
-
-std::string LogTail(const std::string& log) {
-  auto text = ReadFile(log);
-  return text.ok() ? text->substr(text->size() > 3000 ? text->size() - 3000 : 0) : "(no log)";
+  return ExitCode(WaitStatus(Start(args, env, log)));
 }
 
 std::vector<std::string> TinyArgs(const std::string& out_dir, int64_t steps) {
@@ -198,7 +159,7 @@ TEST_F(E2eTest, MlmLossFallsWellBelowUnigramEntropy) {
   args.push_back("--threads=2");
   ASSERT_EQ(RunToEnd(args, out + ".log"), 0) << LogTail(out + ".log");
   double eval_loss = -1;
-  for (const auto& j : Records(out + "/metrics.jsonl")) {
+  for (const auto& j : JsonRecords(out + "/metrics.jsonl")) {
     if (j.value("type", "") == "eval") eval_loss = j["eval_loss"].get<double>();
   }
   ASSERT_GT(eval_loss, 0) << LogTail(out + ".log");
@@ -226,14 +187,14 @@ void KillAndResume(const std::vector<std::string>& args, const std::string& out,
                    const std::vector<std::string>& extra_env = {}) {
   const pid_t pid = Start(args, extra_env, out + ".1.log");
   const auto start = Clock::now();
-  while (LastStep(out) < kill_after && Clock::now() - start < std::chrono::seconds(120)) {
+  while (LastLoggedStep(out) < kill_after && Clock::now() - start < std::chrono::seconds(120)) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid)
       FAIL() << "finished before the kill: " << LogTail(out + ".1.log");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ::kill(pid, SIGKILL);
-  const int status = Wait(pid);
+  const int status = WaitStatus(pid);
   ASSERT_TRUE(WIFSIGNALED(status)) << LogTail(out + ".1.log");
   ASSERT_FALSE(ListCheckpoints(out + "/checkpoints").empty());
   std::vector<std::string> resume = args;
@@ -306,7 +267,7 @@ class PeerDeathTest : public ::testing::Test {
   // of `pids` exits first or two minutes pass.
   bool WaitForTraining(const std::vector<pid_t>& pids) const {
     const auto start = Clock::now();
-    while (LastStep(out_) < 2) {
+    while (LastLoggedStep(out_) < 2) {
       for (pid_t pid : pids) {
         int status = 0;
         if (::waitpid(pid, &status, WNOHANG) == pid) return false;
@@ -319,55 +280,6 @@ class PeerDeathTest : public ::testing::Test {
 
   std::string shards_, out_;
 };
-
-// A TCP port nobody listens on now (the kernel's pick), for MASTER_PORT.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// The exit status of `pid` once it exits, or nullopt (after SIGKILLing it) when it is still
-// running after `timeout`.
-std::optional<int> WaitAtMost(pid_t pid, std::chrono::seconds timeout) {
-  const auto start = Clock::now();
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) != pid) {
-    if (Clock::now() - start > timeout) {
-      ::kill(pid, SIGKILL);
-      Wait(pid);
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return status;
-}
-
-// The child of `parent` whose environment holds `var` (e.g. "RANK=1"); -1 when none does.
-pid_t ChildWithEnv(pid_t parent, const std::string& var) {
-  std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), &::closedir);
-  while (dirent* e = proc != nullptr ? ::readdir(proc.get()) : nullptr) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
-    const std::string dir = absl::StrCat("/proc/", pid);
-    auto stat = ReadFile(dir + "/stat");  // "pid (comm) state ppid ..."
-    if (!stat.ok() || stat->rfind(')') == std::string::npos) continue;
-    std::vector<std::string> fields = absl::StrSplit(stat->substr(stat->rfind(')') + 2), ' ');
-    if (fields.size() < 2 || fields[1] != std::to_string(parent)) continue;
-    auto env = ReadFile(dir + "/environ");  // NUL-separated
-    if (!env.ok()) continue;
-    for (absl::string_view v : absl::StrSplit(*env, '\0')) {
-      if (v == var) return pid;
-    }
-  }
-  return -1;
-}
 
 // The lines of `log` that are `gmlp pretrain` errors.
 std::vector<std::string> ErrorLines(const std::string& log) {
@@ -386,7 +298,7 @@ constexpr char kPeerDied[] =
 // Ranks started by hand as torchrun would: rank 1 is SIGKILLed mid-run; rank 0 fails in its
 // next collective with Gloo's own exception, which must come out as the clear line.
 TEST_F(PeerDeathTest, HandStartedRanksSurvivorPrintsTheClearLine) {
-  const std::string port = absl::StrCat("MASTER_PORT=", FreePort());
+  const std::string port = absl::StrCat("MASTER_PORT=", FreeTcpPort());
   std::vector<pid_t> ranks;
   for (int r = 0; r < 2; ++r) {
     ranks.push_back(Start(Args(),
@@ -398,12 +310,12 @@ TEST_F(PeerDeathTest, HandStartedRanksSurvivorPrintsTheClearLine) {
   if (!WaitForTraining(ranks)) {
     for (pid_t pid : ranks) {
       ::kill(pid, SIGKILL);
-      Wait(pid);
+      WaitStatus(pid);
     }
     FAIL() << "the ranks did not start training: " << LogTail(log0);
   }
   ::kill(ranks[1], SIGKILL);
-  Wait(ranks[1]);
+  WaitStatus(ranks[1]);
   const auto killed = Clock::now();
   const std::optional<int> status = WaitAtMost(ranks[0], std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value()) << "rank 0 still running 60 s after rank 1 died";
@@ -425,10 +337,10 @@ TEST_F(PeerDeathTest, LauncherNamesTheDeadRank) {
   const pid_t launcher = Start(args, {}, log);
   if (!WaitForTraining({launcher})) {
     ::kill(launcher, SIGKILL);
-    Wait(launcher);
+    WaitStatus(launcher);
     FAIL() << "the ranks did not start training: " << LogTail(log);
   }
-  const pid_t rank1 = ChildWithEnv(launcher, "RANK=1");
+  const pid_t rank1 = DescendantWithEnv(launcher, "RANK=1");
   ASSERT_GT(rank1, 0) << "no child of the launcher has RANK=1";
   ::kill(rank1, SIGKILL);
   const std::optional<int> status = WaitAtMost(launcher, std::chrono::seconds(60));
