@@ -8,11 +8,21 @@ namespace gmlp {
 
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::string_view fix) {
   GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", e.what(), "); ", fix));
   }
+  // The parser takes a NUL for the end of the text, so it accepts "{}\0garbage"; any other byte
+  // after the value it refuses itself. A parsed text holds a NUL only after its value.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", text.size() - nul,
+                                            " bytes after the value, from byte ", nul, ", a NUL); ",
+                                            fix));
+  }
+  return j;
 }
 
 }  // namespace gmlp

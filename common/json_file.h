@@ -11,7 +11,8 @@
 namespace gmlp {
 
 // Reads `path` and parses it. A missing or unreadable file is ReadFile's error; text that is not
-// JSON is DataLoss "<path>: not valid JSON (<parser's message>); <fix>", `fix` saying what to do.
+// JSON, or JSON followed by anything but whitespace, is DataLoss "<path>: not valid JSON (<parser's
+// message, or the byte offset of what follows the value>); <fix>", `fix` saying what to do.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::string_view fix);
 
 }  // namespace gmlp

@@ -7,6 +7,7 @@
 
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/process.h"
 #include "gtest/gtest.h"
 
@@ -67,6 +68,29 @@ TEST(FileUtil, JoinPath) {
   EXPECT_EQ(JoinPath("a", "b"), "a/b");
   EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
   EXPECT_EQ(JoinPath("", "b"), "b");
+}
+
+// Bytes after the JSON value are refused like any other damage: nlohmann's parser stops at a
+// NUL as if the text ended there, so "{}\0\0garbage" would otherwise read as "{}".
+TEST(JsonFile, TrailingBytesAfterTheValueAreAnErrorNamingFileAndOffset) {
+  const std::string dir = TempDir();
+  const std::string path = JoinPath(dir, "c.json");
+  ASSERT_TRUE(WriteFileAtomic(path, std::string("{\"a\": 1}\n\0\0garbage", 18)).ok());
+  auto j = ReadJsonFile(path, "fix it");
+  ASSERT_FALSE(j.ok());
+  EXPECT_TRUE(absl::IsDataLoss(j.status()));
+  EXPECT_NE(j.status().message().find(path), std::string::npos) << j.status();
+  EXPECT_NE(j.status().message().find("byte 9"), std::string::npos) << j.status();
+  EXPECT_NE(j.status().message().find("fix it"), std::string::npos) << j.status();
+
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 1}}}extra").ok());
+  EXPECT_TRUE(absl::IsDataLoss(ReadJsonFile(path, "").status()));
+
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 1}\n \t\r\n").ok());
+  auto ok = ReadJsonFile(path, "");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->at("a"), 1);
+  (void)RemoveTree(dir);
 }
 
 // The default thread count follows the affinity mask (what taskset or Slurm's binding leave
