@@ -22,6 +22,10 @@ void Crc32::Update(const void* data, size_t size) {
   }
 }
 
+void Crc32::Append(uint32_t crc, int64_t size) {
+  crc_ = static_cast<uint32_t>(::crc32_combine(crc_, crc, static_cast<z_off_t>(size)));
+}
+
 std::string Crc32Hex(uint32_t crc) { return absl::StrFormat("crc32:%08x", crc); }
 
 std::string Crc32::Hex() const { return Crc32Hex(crc_); }

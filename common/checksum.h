@@ -17,6 +17,9 @@ class Crc32 {
  public:
   void Update(const void* data, size_t size);
   void Update(absl::string_view s) { Update(s.data(), s.size()); }
+  // Extends the checksum by `size` bytes whose own CRC-32 is `crc`, without reading them: the
+  // value is then what Update with those bytes gives (zlib's crc32_combine, O(log size)).
+  void Append(uint32_t crc, int64_t size);
   uint32_t value() const { return crc_; }
   // "crc32:xxxxxxxx".
   std::string Hex() const;

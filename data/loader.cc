@@ -251,9 +251,12 @@ absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& 
   expect.seq_len = manifest.seq_len;
   expect.vocab_size = manifest.vocab_size;
   expect.tokenizer_checksum = manifest.tokenizer_checksum;
-  for (const ShardEntry& entry : manifest.shards) {
+  for (size_t i = 0; i < manifest.shards.size(); ++i) {
+    const ShardEntry& entry = manifest.shards[i];
     if (entry.split != options.split) continue;
     expect.num_sequences = entry.num_sequences;
+    expect.checksum = entry.checksum;
+    expect.listed_in = absl::StrCat(manifest_path, ": shards[", i, "]");
     GMLP_ASSIGN_OR_RETURN(std::unique_ptr<ShardReader> shard,
                           ShardReader::Open(JoinPath(options.shard_dir, entry.file), expect));
     if (shard->meta().num_sequences > 0) shards.push_back(std::move(shard));

@@ -1,11 +1,14 @@
 #include "data/manifest.h"
 
 #include <exception>
+#include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
+#include "data/shard.h"
 
 namespace gmlp::data {
 namespace {
@@ -41,6 +44,12 @@ bool DecodeBitmap(const std::string& hex, size_t n, std::vector<bool>* bits) {
     for (size_t b = 0; b < 8 && byte * 8 + b < n; ++b) (*bits)[byte * 8 + b] = (v >> b) & 1u;
   }
   return true;
+}
+
+// "crc32:xxxxxxxx", as Crc32Hex prints it.
+bool IsCrc32Hex(const std::string& s) {
+  return s.size() == 14 && s.compare(0, 6, "crc32:") == 0 &&
+         s.find_first_not_of("0123456789abcdef", 6) == std::string::npos;
 }
 
 }  // namespace
@@ -100,6 +109,16 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     m.vocab_size = j.at("vocab_size").get<int64_t>();
     m.seq_len = j.at("seq_len").get<int64_t>();
     m.token_bytes = j.at("token_bytes").get<int64_t>();
+    if (m.vocab_size <= 0 || m.seq_len < 2) {
+      return absl::DataLossError(absl::StrCat(source, ": vocab_size ", m.vocab_size,
+                                              " and seq_len ", m.seq_len,
+                                              " must be >= 1 and >= 2; ", fix));
+    }
+    if (m.token_bytes != TokenBytesForVocab(m.vocab_size)) {
+      return absl::DataLossError(absl::StrCat(
+          source, ": token_bytes is ", m.token_bytes, " but shards of vocab_size ", m.vocab_size,
+          " hold ", TokenBytesForVocab(m.vocab_size), "-byte ids; ", fix));
+    }
     if (j.contains("part")) m.part = j.at("part").get<std::string>();
     m.flags = j.value("flags", nlohmann::json::object());
     const nlohmann::json& totals = j.at("totals");
@@ -107,17 +126,36 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     m.valid_documents = totals.at("valid_documents").get<int64_t>();
     m.input_bytes = totals.at("input_bytes").get<int64_t>();
     m.invalid_utf8_lines = totals.at("invalid_utf8_lines").get<int64_t>();
+    std::map<std::string, size_t> index_of_file;
     for (const nlohmann::json& s : j.at("shards")) {
-      ShardEntry e = ShardEntry::FromJson(s);
-      if ((e.split != "train" && e.split != "valid") || e.num_sequences < 0 || e.file.empty()) {
+      const size_t i = m.shards.size();
+      const std::string where = absl::StrCat(source, ": shards[", i, "]");
+      ShardEntry e;
+      try {
+        e = ShardEntry::FromJson(s);
+      } catch (const nlohmann::json::exception& err) {
         return absl::DataLossError(
-            absl::StrCat(source, ": shard entry ", s.dump(), " is malformed; ", fix));
+            absl::StrCat(where, " is malformed (", err.what(), "): ", s.dump(), "; ", fix));
       }
+      std::string bad;
+      if (e.file.empty()) {
+        bad = ".file is empty";
+      } else if (e.split != "train" && e.split != "valid") {
+        bad = absl::StrCat(".split is \"", e.split, "\", not train or valid");
+      } else if (e.num_sequences < 0 ||
+                 e.num_sequences > std::numeric_limits<int64_t>::max() / m.seq_len) {
+        bad = absl::StrCat(".num_sequences is ", e.num_sequences, ", not a count of sequences");
+      } else if (e.num_tokens < 0 || e.num_tokens > e.num_sequences * m.seq_len) {
+        bad = absl::StrCat(".num_tokens is ", e.num_tokens,
+                           ", not in [0, num_sequences x seq_len = ", e.num_sequences * m.seq_len,
+                           "]");
+      } else if (!IsCrc32Hex(e.checksum)) {
+        bad = absl::StrCat(".checksum is \"", e.checksum, "\", not crc32:<8 hex digits>");
+      } else if (const auto [it, fresh] = index_of_file.emplace(e.file, i); !fresh) {
+        bad = absl::StrCat(".file \"", e.file, "\" is listed already, as shards[", it->second, "]");
+      }
+      if (!bad.empty()) return absl::DataLossError(absl::StrCat(where, bad, "; ", fix));
       m.shards.push_back(std::move(e));
-    }
-    if (m.vocab_size <= 0 || m.seq_len < 2 || (m.token_bytes != 2 && m.token_bytes != 4)) {
-      return absl::DataLossError(
-          absl::StrCat(source, ": vocab_size, seq_len or token_bytes out of range; ", fix));
     }
     if (!DecodeBitmap(j.at("word_start_bitmap").get<std::string>(),
                       static_cast<size_t>(m.vocab_size), &m.word_starts)) {

@@ -40,6 +40,12 @@ T Get(const uint8_t* p, size_t offset) {
   return value;
 }
 
+// "<listed_in>.<field>", naming the manifest field an expectation came from.
+std::string ListedField(const ShardExpectations& expect, absl::string_view field) {
+  return expect.listed_in.empty() ? absl::StrCat("the manifest's ", field)
+                                  : absl::StrCat(expect.listed_in, ".", field);
+}
+
 int64_t NumChunks(int64_t payload_bytes) {
   return (payload_bytes + kShardChunkBytes - 1) / kShardChunkBytes;
 }
@@ -201,6 +207,8 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
                                               "(corrupt shard); ",
                                               kRewriteHint));
     }
+    Crc32 whole_file;
+    whole_file.Update(p, static_cast<size_t>(payload_offset));
     for (int64_t c = 0; c < num_chunks; ++c) {
       const int64_t begin = c * kShardChunkBytes;
       const int64_t size = std::min(kShardChunkBytes, payload_bytes - begin);
@@ -211,6 +219,16 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
             path, ": byte offset ", payload_offset + begin, "..", payload_offset + begin + size,
             ": content checksum mismatch (corrupt shard); ", kRewriteHint));
       }
+      whole_file.Append(crc.value(), size);
+    }
+    // Every part matches its own checksum, so the file is one prepare wrote: a different whole
+    // is another run's shard, or an edited manifest.
+    if (!expect.checksum.empty() && whole_file.Hex() != expect.checksum) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": file checksum is ", whole_file.Hex(), " but ", ListedField(expect, "checksum"),
+          " says ", expect.checksum,
+          "; the directory mixes outputs of different runs, or the manifest was edited; ",
+          kRewriteHint));
     }
   }
 
@@ -234,11 +252,10 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
                      " is required; re-run `gmlp prepare` with the same tokenizer you train with"));
   }
   if (expect.num_sequences >= 0 && meta.num_sequences != expect.num_sequences) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": byte offset 24: shard has ", meta.num_sequences,
-        " sequences but the manifest "
-        "lists ",
-        expect.num_sequences, "; the directory mixes outputs of different runs, ", kRewriteHint));
+    return absl::DataLossError(
+        absl::StrCat(path, ": byte offset 24: shard has ", meta.num_sequences, " sequences but ",
+                     ListedField(expect, "num_sequences"), " says ", expect.num_sequences,
+                     "; the directory mixes outputs of different runs, ", kRewriteHint));
   }
   return reader;
 }

@@ -65,6 +65,12 @@ struct ShardExpectations {
   int64_t vocab_size = 0;
   int64_t num_sequences = -1;
   std::string tokenizer_checksum;
+  // Of the whole file, as the manifest lists it (common/checksum.h FileChecksum); compared when
+  // verify_content is set, at no extra pass (combined from the chunk checksums).
+  std::string checksum;
+  // Names where the expectations come from in errors, e.g. "<dir>/manifest.json: shards[3]"
+  // ("the manifest" when empty).
+  std::string listed_in;
   // Verify every chunk's checksum at open (about 1 ms per MB).
   bool verify_content = true;
 };

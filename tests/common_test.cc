@@ -32,6 +32,16 @@ TEST(Checksum, IncrementalEqualsWhole) {
   EXPECT_EQ(c.value(), Crc32Of("123456789"));
 }
 
+TEST(Checksum, AppendingAPiecesCrcEqualsUpdatingWithThePiece) {
+  Crc32 c;
+  c.Update("1234");
+  c.Append(Crc32Of("56789"), 5);
+  EXPECT_EQ(c.value(), Crc32Of("123456789"));
+  Crc32 empty;
+  empty.Append(Crc32Of("123456789"), 9);
+  EXPECT_EQ(empty.value(), Crc32Of("123456789"));
+}
+
 TEST(FileUtil, AtomicWriteReplacesAndLeavesNoTemporary) {
   const std::string dir = TempDir();
   const std::string path = JoinPath(dir, "f.txt");

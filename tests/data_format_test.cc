@@ -236,6 +236,87 @@ TEST_F(ShardTest, ExpectationsAreChecked) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("not a gmlp shard"));
 }
 
+TEST_F(ShardTest, WholeFileChecksumIsComparedWithTheManifests) {
+  const std::string path = Write(70000);  // 4-byte ids
+  ShardExpectations e;
+  e.checksum = *FileChecksum(path);
+  EXPECT_TRUE(ShardReader::Open(path, e).ok());
+  e.checksum = "crc32:00000000";
+  e.listed_in = "m.json: shards[3]";
+  absl::StatusOr<std::unique_ptr<ShardReader>> r = ShardReader::Open(path, e);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr(absl::StrCat(path, ": file checksum is ", *FileChecksum(path),
+                                     " but m.json: shards[3].checksum says crc32:00000000")));
+  // A shard of several chunks: the chunk checksums combine to the whole file's.
+  ShardMeta meta;
+  meta.seq_len = 1000;
+  meta.num_sequences = 1100;  // 2.2 MB of uint16: 3 chunks
+  meta.vocab_size = 8000;
+  std::vector<int32_t> ids(static_cast<size_t>(meta.seq_len * meta.num_sequences));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 7919);
+  const std::string big = dir_ + "/big.bin";
+  absl::StatusOr<std::string> checksum = WriteShard(big, meta, ids);
+  ASSERT_TRUE(checksum.ok());
+  e.checksum = *checksum;
+  EXPECT_TRUE(ShardReader::Open(big, e).ok());
+}
+
+// A valid manifest's JSON (two train shards) for the tests to damage.
+nlohmann::json ValidManifestJson() {
+  Manifest m;
+  m.tokenizer = "t.model";
+  m.tokenizer_checksum = "crc32:00000001";
+  m.vocab_size = 1000;
+  m.seq_len = 8;
+  m.token_bytes = 2;
+  m.word_starts.assign(1000, false);
+  m.shards.push_back({"train-00000-00000.bin", "train", 10, 70, "crc32:0000000a"});
+  m.shards.push_back({"train-00000-00001.bin", "train", 5, 40, "crc32:0000000b"});
+  return m.ToJson();
+}
+
+TEST(Manifest, BadShardEntriesAreRefusedNamingTheField) {
+  TempDirs temp;
+  const std::string path = temp.Make("data_manifest_fields") + "/manifest.json";
+  auto refused = [&](const nlohmann::json& j) -> std::string {
+    WriteBytes(path, j.dump());
+    absl::StatusOr<Manifest> m = ReadManifest(path);
+    EXPECT_FALSE(m.ok()) << j.dump();
+    return m.ok() ? "" : std::string(m.status().message());
+  };
+  nlohmann::json j = ValidManifestJson();
+  WriteBytes(path, j.dump());
+  ASSERT_TRUE(ReadManifest(path).ok());
+
+  j = ValidManifestJson();
+  j["shards"][1]["file"] = "train-00000-00000.bin";
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1].file \"train-00000-00000.bin\" is listed "
+                                           "already, as shards[0]"));
+  j = ValidManifestJson();
+  j["shards"][1]["num_tokens"] = -5;
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1].num_tokens is -5"));
+  j["shards"][1]["num_tokens"] = 41;  // 5 sequences of 8
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1].num_tokens is 41"));
+  j = ValidManifestJson();
+  j["shards"][0]["num_sequences"] = -1;
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[0].num_sequences is -1"));
+  j = ValidManifestJson();
+  j["shards"][0]["checksum"] = "";
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[0].checksum is \"\""));
+  j = ValidManifestJson();
+  j["shards"][0]["split"] = "test";
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[0].split is \"test\""));
+  j = ValidManifestJson();
+  j["shards"][1].erase("checksum");
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1] is malformed"));
+  j = ValidManifestJson();
+  j["token_bytes"] = 4;
+  EXPECT_THAT(refused(j),
+              HasSubstr(path + ": token_bytes is 4 but shards of vocab_size 1000 hold 2-byte ids"));
+}
+
 TEST(Manifest, RoundTripsThroughJson) {
   TempDirs temp;
   const std::string dir = temp.Make("data_manifest");

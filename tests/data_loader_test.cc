@@ -320,6 +320,20 @@ TEST_F(LoaderTest, RefusesDamagedShardsBeforeServing) {
   EXPECT_THAT(std::string(l.status().message()), HasSubstr("missing"));
 }
 
+// Every shard is intact, but the manifest lists another checksum for one: refused, naming the
+// manifest entry.
+TEST_F(LoaderTest, RefusesAShardWhoseChecksumIsNotTheManifests) {
+  Manifest edited = manifest_;
+  edited.shards[2].checksum = "crc32:00000000";
+  ASSERT_TRUE(WriteManifest(dir_ + "/" + kManifestFile, edited).ok());
+  absl::StatusOr<std::unique_ptr<MlmLoader>> l = MlmLoader::Open(Options());
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(std::string(l.status().message()),
+              HasSubstr(absl::StrCat(dir_, "/train-00000-2.bin: file checksum is ",
+                                     manifest_.shards[2].checksum, " but ", dir_, "/",
+                                     kManifestFile, ": shards[2].checksum says crc32:00000000")));
+}
+
 TEST_F(LoaderTest, RefusesBadOptionsAndMissingDirectories) {
   LoaderOptions o = Options();
   o.rank = 2;
