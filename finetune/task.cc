@@ -1,12 +1,15 @@
 #include "finetune/task.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -192,19 +195,49 @@ absl::Status CheckSplit(const TaskSpec& task, const SplitSpec& s, bool needs_lab
   return absl::OkStatus();
 }
 
-// Layout fields of a split, from `j` where present, else from `defaults`.
+// Whether `path`, joined to a directory, names something inside it: not empty, not absolute, no
+// ".." component. Split names and submission names become files under --output.
+bool StaysInside(absl::string_view path) {
+  if (path.empty() || path.front() == '/') return false;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+// Layout fields of a split, from `j` where present, else from `defaults`. `path` is the split's
+// JSON path in error messages ("train", "eval[1]"); empty for the spec's top level, whose other
+// keys the caller checks.
 absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec& defaults,
-                                        const std::string& default_name, absl::string_view origin) {
+                                        const std::string& default_name, const std::string& path,
+                                        absl::string_view origin) {
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": each split must be a JSON object like {\"file\": ...}"));
+        absl::StrCat(origin, ": ", path, " must be a JSON object like {\"file\": ...}"));
+  }
+  auto key_path = [&](absl::string_view key) {
+    return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+  };
+  static const std::set<std::string> kSplitKeys = {
+      "name",  "file",         "layout",      "header",     "sentence1", "sentence2",   "label",
+      "index", "split_column", "split_value", "submission", "optional",  "max_examples"};
+  if (!path.empty()) {
+    for (const auto& item : j.items()) {
+      if (!kSplitKeys.count(item.key())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": unknown key \"", key_path(item.key()),
+                         "\"; a split's keys are ", absl::StrJoin(kSplitKeys, ", ")));
+      }
+    }
   }
   SplitSpec s = defaults;
   s.name = default_name;
+  std::string key;  // the key being read, for a type error
   try {
-    auto str = [&](const char* key, std::string* out) {
-      if (j.contains(key)) {
-        const auto& v = j.at(key);
+    auto str = [&](const char* k, std::string* out) {
+      key = k;
+      if (j.contains(k)) {
+        const auto& v = j.at(k);
         *out = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.get<std::string>();
       }
     };
@@ -218,12 +251,36 @@ absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec
     str("split_column", &s.split_column);
     str("split_value", &s.split_value);
     str("submission", &s.submission);
-    if (j.contains("header")) s.header = j.at("header").get<bool>();
-    if (j.contains("optional")) s.optional = j.at("optional").get<bool>();
-    if (j.contains("max_examples")) s.max_examples = j.at("max_examples").get<int64_t>();
+    key = "header";
+    if (j.contains(key)) s.header = j.at(key).get<bool>();
+    key = "optional";
+    if (j.contains(key)) s.optional = j.at(key).get<bool>();
   } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": split '", s.name, "': wrong value type (", e.what(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", key_path(key), " has ",
+                                                   j.at(key).dump(), ", of the wrong type (",
+                                                   e.what(), ")"));
+  }
+  if (j.contains("max_examples")) {
+    // 0 keeps every row; a negative or fractional count is a mistake, not "all".
+    const nlohmann::json& v = j.at("max_examples");
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned()
+             ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+             : v.get<int64_t>() < 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": ", key_path("max_examples"), " is ", v.dump(),
+                       "; give a whole number of rows >= 0 (0 = all)"));
+    }
+    s.max_examples = v.get<int64_t>();
+  }
+  const std::pair<const char*, const std::string*> output_names[] = {{"name", &s.name},
+                                                                     {"submission", &s.submission}};
+  for (const auto& [k, value] : output_names) {
+    if (!path.empty() && j.contains(k) && !StaysInside(*value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": ", key_path(k), " is \"", *value,
+          "\", which names a file under --output: give a relative name without \"..\""));
+    }
   }
   return s;
 }
@@ -334,20 +391,20 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
     return absl::InvalidArgumentError(absl::StrCat(origin, ": wrong value type (", e.what(), ")"));
   }
   // Top-level layout fields are the defaults of every split.
-  GMLP_ASSIGN_OR_RETURN(defaults, SplitFromJson(j, SplitSpec(), "", origin));
+  GMLP_ASSIGN_OR_RETURN(defaults, SplitFromJson(j, SplitSpec(), "", "", origin));
   defaults.file.clear();
   defaults.submission.clear();
   if (!j.contains("train")) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": no \"train\" split; add \"train\": {\"file\": ...}"));
   }
-  GMLP_ASSIGN_OR_RETURN(t.train, SplitFromJson(j.at("train"), defaults, "train", origin));
+  GMLP_ASSIGN_OR_RETURN(t.train, SplitFromJson(j.at("train"), defaults, "train", "train", origin));
   auto read_list = [&](const char* key, const std::string& default_name,
                        std::vector<SplitSpec>* out) -> absl::Status {
     if (!j.contains(key)) return absl::OkStatus();
     const nlohmann::json& list = j.at(key);
     if (list.is_object()) {  // one split may be given without the list
-      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list, defaults, default_name, origin));
+      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list, defaults, default_name, key, origin));
       out->push_back(s);
       return absl::OkStatus();
     }
@@ -357,7 +414,8 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
     }
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string name = i == 0 ? default_name : absl::StrCat(default_name, i + 1);
-      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list[i], defaults, name, origin));
+      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list[i], defaults, name,
+                                                       absl::StrCat(key, "[", i, "]"), origin));
       out->push_back(s);
     }
     return absl::OkStatus();

@@ -30,9 +30,11 @@ struct SplitSpec {
   // Optional: keep only rows whose `split_column` equals `split_value` (SICK's SemEval_set).
   std::string split_column;
   std::string split_value;
-  std::string submission;    // test splits: the GLUE submission file name ("MNLI-m.tsv")
+  // test splits: the GLUE submission file name ("MNLI-m.tsv"), under --output's submission/ (as
+  // is `name` under predictions/): relative, no ".." component.
+  std::string submission;
   bool optional = false;     // a missing file is skipped (with a note) instead of an error
-  int64_t max_examples = 0;  // > 0: keep only the first N rows (subsets for quick runs)
+  int64_t max_examples = 0;  // > 0: keep only the first N rows (subsets for quick runs); 0 = all
 
   nlohmann::json ToJson() const;
 };

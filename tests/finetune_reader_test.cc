@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "finetune/encode.h"
 #include "finetune/finetune.h"
@@ -373,6 +374,41 @@ TEST_F(ReaderTest, TaskSpecErrors) {
         "sentence1": "s", "label": "l", "train": {"file": "t"}})"),
       "s.json");
   EXPECT_FALSE(no_eval.ok());
+}
+
+// Mistakes inside a split object are refused like those at the top level, naming the JSON path:
+// an unknown key, a count that is not a whole number >= 0, an output name that leaves --output.
+TEST_F(ReaderTest, TaskSpecSplitErrorsNameTheJsonPath) {
+  auto spec_with = [](const std::string& eval, const std::string& test) {
+    return nlohmann::json::parse(absl::StrCat(
+        R"({"name": "x", "labels": ["a", "b"], "metrics": ["accuracy"], "sentence1": "s",
+            "label": "l", "train": {"file": "t"}, "eval": )",
+        eval, R"(, "test": )", test, "}"));
+  };
+  const std::string ok_eval = R"([{"file": "d"}, {"file": "e", "max_examples": 0}])";
+  const std::string ok_test = R"({"file": "u", "label": "", "submission": "sub/X.tsv"})";
+  auto ok = TaskSpec::FromJson(spec_with(ok_eval, ok_test), "s.json");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->eval[1].max_examples, 0);
+
+  auto refused = [&](const std::string& eval, const std::string& test, const std::string& says) {
+    auto t = TaskSpec::FromJson(spec_with(eval, test), "s.json");
+    ASSERT_FALSE(t.ok()) << eval << " " << test;
+    EXPECT_NE(t.status().message().find(says), std::string::npos) << t.status();
+  };
+  refused(R"([{"file": "d"}, {"file": "e", "max_exmaples": 5}])", ok_test,
+          "s.json: unknown key \"eval[1].max_exmaples\"");
+  refused(R"([{"file": "d", "max_examples": -5}])", ok_test,
+          "s.json: eval[0].max_examples is -5; give a whole number of rows >= 0");
+  refused(R"({"file": "d", "max_examples": 1.5})", ok_test, "s.json: eval.max_examples is 1.5");
+  refused(ok_eval, R"({"file": "u", "label": "", "submission": "../../escaped.tsv"})",
+          "s.json: test.submission is \"../../escaped.tsv\", which names a file under --output");
+  refused(ok_eval, R"({"file": "u", "label": "", "submission": "/tmp/x.tsv"})",
+          "test.submission is \"/tmp/x.tsv\"");
+  refused(R"([{"file": "d", "name": "a/../../b"}])", ok_test, "eval[0].name is \"a/../../b\"");
+  refused(R"([{"file": "d", "header": "yes"}])", ok_test,
+          "s.json: eval[0].header has \"yes\", of the wrong type");
+  refused(R"([7])", ok_test, "s.json: eval[0] must be a JSON object");
 }
 
 TEST_F(ReaderTest, ShippedTaskSpecsParse) {
