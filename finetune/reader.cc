@@ -257,9 +257,10 @@ absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const
 }
 
 // Blanks (the readers skip blank lines, so line numbers stay right) and counts each line of
-// invalid UTF-8 in `text`, or fails on the first one (see ReadOptions).
+// invalid UTF-8 in `text`, or fails on the first one (see ReadOptions). `*first` says where the
+// first dropped one is ("<path>:<line>, byte <b>"), for the error when nothing else is left.
 absl::Status DropInvalidUtf8Lines(const SplitSpec& split, const ReadOptions& options,
-                                  std::string* text, SplitData* out) {
+                                  std::string* text, SplitData* out, std::string* first) {
   size_t pos = 0;
   for (int64_t line_no = 1; pos < text->size(); ++line_no) {
     size_t nl = text->find('\n', pos);
@@ -275,7 +276,8 @@ absl::Status DropInvalidUtf8Lines(const SplitSpec& split, const ReadOptions& opt
                 : "; re-encode the file as UTF-8"));
       }
       std::fill(text->begin() + pos, text->begin() + nl, ' ');
-      ++out->invalid_utf8_rows;
+      if (out->invalid_utf8_rows++ == 0)
+        *first = absl::StrCat(out->path, ":", line_no, ", byte ", bad + 1);
     }
     pos = nl + 1;
   }
@@ -297,7 +299,8 @@ absl::StatusOr<SplitData> ReadSplit(const TaskSpec& task, const SplitSpec& split
   out.labeled = !split.label.empty();
   GMLP_ASSIGN_OR_RETURN(std::string text, ReadFile(out.path));
   if (absl::StartsWith(text, kBom)) text.erase(0, kBom.size());
-  GMLP_RETURN_IF_ERROR(DropInvalidUtf8Lines(split, options, &text, &out));
+  std::string first_invalid_utf8;
+  GMLP_RETURN_IF_ERROR(DropInvalidUtf8Lines(split, options, &text, &out, &first_invalid_utf8));
   if (split.layout == "tsv") {
     GMLP_RETURN_IF_ERROR(ReadTsv(text, task, split, &out));
   } else if (split.layout == "jsonl") {
@@ -309,12 +312,23 @@ absl::StatusOr<SplitData> ReadSplit(const TaskSpec& task, const SplitSpec& split
                                                    "'; use tsv, jsonl or json_object"));
   }
   if (out.examples.empty()) {
+    // Say what was skipped: a file of nothing but bad rows is another fix than an empty one.
+    std::string skipped;
+    if (out.invalid_utf8_rows > 0) {
+      absl::StrAppend(&skipped, "; ", out.invalid_utf8_rows,
+                      " rows of invalid UTF-8 were skipped (the first at ", first_invalid_utf8,
+                      "): re-encode the file as UTF-8");
+    }
+    if (out.skipped_rows > 0) {
+      absl::StrAppend(&skipped, "; ", out.skipped_rows,
+                      " malformed rows were skipped (skip_malformed_rows)");
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         out.path, ": split '", split.name, "' has no examples",
         split.split_column.empty()
             ? ""
             : absl::StrCat(" with ", split.split_column, " = '", split.split_value, "'"),
-        "; check the file and the task spec"));
+        skipped.empty() ? "; check the file and the task spec" : skipped));
   }
   return out;
 }

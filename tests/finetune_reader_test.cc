@@ -82,6 +82,20 @@ TEST_F(ReaderTest, InvalidUtf8RowsAreCountedAndSkippedOrRefusedWhenStrict) {
       << refused.status();
 }
 
+// A file whose every row is invalid UTF-8 is not "empty": the error counts the skipped rows and
+// names the first.
+TEST_F(ReaderTest, AllRowsOfInvalidUtf8SaySoNamingTheFirst) {
+  Write("train.tsv", "sentence\tlabel\nbad \xC3\x28 one \t1\nbad \xFF two \t0\n");
+  const TaskSpec t = Glue("SST-2");
+  auto refused = ReadSplit(t, t.train, dir_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "has no examples; 2 rows of invalid UTF-8 were skipped (the first at " + dir_ +
+                "/train.tsv:2, byte 5): re-encode the file as UTF-8"),
+            std::string::npos)
+      << refused.status();
+}
+
 TEST_F(ReaderTest, Sst2TrailingSpaceBeforeTabAndBom) {
   Write("train.tsv",
         "\xEF\xBB\xBFsentence\tlabel\nhide new secretions from the parental units \t0\n"
