@@ -54,4 +54,9 @@ const std::vector<std::string>& PositionSchemes() {
   return *kSchemes;
 }
 
+const std::vector<std::string>& AttnInputs() {
+  static const auto* const kInputs = new std::vector<std::string>{"block", "expanded"};
+  return *kInputs;
+}
+
 }  // namespace gmlp::model

@@ -54,6 +54,8 @@ int ArchRank(absl::string_view name);
 const std::vector<std::string>& SguVariants();
 // The Transformer's position schemes (EncoderConfig::position): "alibi", "learned" (BERT's).
 const std::vector<std::string>& PositionSchemes();
+// aMLP's tiny-attention inputs (EncoderConfig::attn_input): "block" (LN(x)), "expanded" (Z).
+const std::vector<std::string>& AttnInputs();
 
 }  // namespace gmlp::model
 

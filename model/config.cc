@@ -26,12 +26,21 @@ absl::Status CheckPositive(const char* name, int64_t value) {
   return InvalidConfig(absl::StrCat(name, " must be > 0, got ", value));
 }
 
+absl::Status CheckOneOf(const char* name, const std::string& value,
+                        const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  return InvalidConfig(
+      absl::StrCat(name, " must be one of ", absl::StrJoin(allowed, "|"), ", got \"", value, "\""));
+}
+
 absl::Status EncoderConfig::Validate() const {
   const ArchSpec* spec = FindArch(arch);
-  if (spec == nullptr) {
-    return Invalid(absl::StrCat("arch must be one of ", absl::StrJoin(ArchNames(), "|"), ", got '",
-                                arch, "'"));
-  }
+  if (spec == nullptr) GMLP_RETURN_IF_ERROR(CheckOneOf("arch", arch, ArchNames()));
+  // Every arch's, though each reads only its own: they are saved in config.json, where a value
+  // no arch accepts would wait to break the run that switches arch.
+  GMLP_RETURN_IF_ERROR(CheckOneOf("sgu", sgu, SguVariants()));
+  GMLP_RETURN_IF_ERROR(CheckOneOf("attn_input", attn_input, AttnInputs()));
+  GMLP_RETURN_IF_ERROR(CheckOneOf("position", position, PositionSchemes()));
   GMLP_RETURN_IF_ERROR(CheckPositive("vocab_size", vocab_size));
   GMLP_RETURN_IF_ERROR(CheckPositive("max_seq_len", max_seq_len));
   GMLP_RETURN_IF_ERROR(CheckPositive("type_vocab_size", type_vocab_size));

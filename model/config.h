@@ -79,10 +79,13 @@ struct EncoderConfig {
 absl::StatusOr<EncoderConfig> Preset(absl::string_view name);
 std::vector<std::string> PresetNames();
 
-// For the blocks' Validate (model/arch.h): InvalidArgument "encoder config: <msg>", and the
-// check that an integer field is > 0.
+// For the blocks' Validate (model/arch.h): InvalidArgument "encoder config: <msg>", the check
+// that an integer field is > 0 ...
 absl::Status InvalidConfig(absl::string_view msg);
 absl::Status CheckPositive(const char* name, int64_t value);
+// ... and the check that a string field is one of `allowed`, naming them.
+absl::Status CheckOneOf(const char* name, const std::string& value,
+                        const std::vector<std::string>& allowed);
 
 }  // namespace gmlp::model
 

@@ -1,11 +1,9 @@
 // Transformer (BERT) blocks and encoder (see transformer.h).
 #include "model/transformer.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "model/attention_bf16.h"
 #include "model/dropout.h"
@@ -112,11 +110,6 @@ absl::Status Validate(const EncoderConfig& c) {
   if (c.d_model % c.n_heads != 0) {
     return InvalidConfig(
         absl::StrCat("d_model (", c.d_model, ") must be divisible by n_heads (", c.n_heads, ")"));
-  }
-  const std::vector<std::string>& schemes = PositionSchemes();
-  if (std::find(schemes.begin(), schemes.end(), c.position) == schemes.end()) {
-    return InvalidConfig(absl::StrCat("position must be one of ", absl::StrJoin(schemes, ", "),
-                                      ", got \"", c.position, "\""));
   }
   return absl::OkStatus();
 }

@@ -32,10 +32,21 @@ absl::StatusOr<PretrainConfig> PretrainConfig::FromJson(const nlohmann::json& j)
     }
     c.preset = j["preset"].get<std::string>();
   }
+  // The preset is checked even beside a "model" section: config.json records it for people.
+  absl::StatusOr<model::EncoderConfig> preset = model::Preset(c.preset);
+  if (!preset.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pretrain config: \"preset\": ", preset.status().message()));
+  }
   if (j.contains("model")) {
-    GMLP_ASSIGN_OR_RETURN(c.model, model::EncoderConfig::FromJson(j["model"]));
+    auto parsed = model::EncoderConfig::FromJson(j["model"]);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pretrain config: \"model\": ", parsed.status().message()));
+    }
+    c.model = *std::move(parsed);
   } else {
-    GMLP_ASSIGN_OR_RETURN(c.model, model::Preset(c.preset));
+    c.model = *std::move(preset);
   }
   GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(j));
   return c;

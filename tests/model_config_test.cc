@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "model/config.h"
 
@@ -117,6 +118,27 @@ TEST(EncoderConfigTest, ValidateNamesTheBadField) {
   odd.sgu = "multiplicative";
   odd.d_ffn = 767;
   EXPECT_TRUE(odd.Validate().ok());
+}
+
+// Each arch reads only its own enum fields, but every one is saved in config.json: a value that
+// no arch accepts is refused whatever the arch, naming the key and the allowed values.
+TEST(EncoderConfigTest, EnumFieldsAreCheckedWhateverTheArch) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"position", "position must be one of alibi|learned, got \"bogus\""},
+      {"attn_input", "attn_input must be one of block|expanded, got \"bogus\""},
+      {"sgu", "sgu must be one of split|multiplicative|additive|linear, got \"bogus\""}};
+  for (const char* arch : {"transformer", "gmlp", "amlp", "mixer"}) {
+    for (const auto& [key, says] : cases) {
+      auto c = EncoderConfig::FromJson({{"arch", arch}, {key, "bogus"}});
+      ASSERT_FALSE(c.ok()) << arch << " " << key;
+      EXPECT_NE(c.status().message().find(says), std::string::npos) << c.status();
+    }
+  }
+  auto path = EncoderConfig::FromJson({{"arch", "gmlp"}, {"attn_input", "../../etc/passwd"}});
+  ASSERT_FALSE(path.ok());
+  EXPECT_NE(path.status().message().find("attn_input must be one of block|expanded"),
+            std::string::npos)
+      << path.status();
 }
 
 TEST(PresetTest, EveryPresetValidatesAndRoundTrips) {

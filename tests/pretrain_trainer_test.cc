@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "pretrain/checkpoint.h"
+#include "pretrain/config.h"
 #include "pretrain/metrics.h"
 #include "pretrain/trainer.h"
 #include "tests/pretrain_test_util.h"
@@ -564,6 +565,34 @@ TEST(CheckpointTest, NamesAndResolution) {
   // a checkpoint.
   ASSERT_TRUE(MakeDirs(dir + "/checkpoints/step_000010").ok());
   EXPECT_TRUE(ListCheckpoints(dir + "/checkpoints").empty());
+}
+
+// A config file's preset and model section are checked, the error naming the file and the key.
+TEST(PretrainConfigTest, UnknownPresetOrModelValueIsRefusedNamingTheFile) {
+  const std::string dir = testing::FreshTempDir("config");
+  const std::string path = dir + "/config.json";
+  auto refused = [&](const nlohmann::json& j, const std::string& says) {
+    ASSERT_TRUE(WriteFileAtomic(path, j.dump()).ok());
+    ConfigSources sources;
+    sources.config_file = path;
+    auto c = ResolveConfig(sources);
+    ASSERT_FALSE(c.ok()) << j.dump();
+    EXPECT_NE(c.status().message().find(path + ": pretrain config: " + says), std::string::npos)
+        << c.status();
+  };
+  const nlohmann::json tiny = model::Preset("gmlp-tiny")->ToJson();
+  refused({{"preset", "gmlp-huge"}, {"model", tiny}},
+          "\"preset\": unknown encoder preset 'gmlp-huge'; known: transformer-tiny");
+  nlohmann::json bogus = tiny;
+  bogus["position"] = "bogus";
+  refused({{"preset", "gmlp-tiny"}, {"model", bogus}},
+          "\"model\": encoder config: position must be one of alibi|learned");
+  ASSERT_TRUE(
+      WriteFileAtomic(path, nlohmann::json{{"preset", "gmlp-tiny"}, {"model", tiny}}.dump()).ok());
+  ConfigSources sources;
+  sources.config_file = path;
+  auto ok = ResolveConfig(sources);
+  EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 TEST(MetricsTest, FormatDuration) {
