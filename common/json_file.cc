@@ -11,7 +11,7 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::strin
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", e.what(), "); ", fix));
   }
   // The parser takes a NUL for the end of the text, so it accepts "{}\0garbage"; any other byte

@@ -213,7 +213,7 @@ absl::Status ReadJsonl(const std::string& text, const TaskSpec& task, const Spli
     nlohmann::json obj;
     try {
       obj = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object (", e.what(),
                                                      "); jsonl wants one object per line"));
     }
@@ -228,9 +228,9 @@ absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(out->path, ": not valid JSON at byte ", e.byte, " (", e.what(), ")"));
+        absl::StrCat(out->path, ": not valid JSON (", e.what(), ")"));
   }
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -96,6 +96,17 @@ TEST(JsonFile, TrailingBytesAfterTheValueAreAnErrorNamingFileAndOffset) {
   ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 1}}}extra").ok());
   EXPECT_TRUE(absl::IsDataLoss(ReadJsonFile(path, "").status()));
 
+  // A number no double holds: nlohmann throws out_of_range (not parse_error) for it, which
+  // escaped as an uncaught exception (found by tests/fuzz/json_file_fuzz).
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"lr\": 1e99999}").ok());
+  auto overflow = ReadJsonFile(path, "fix it");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_TRUE(absl::IsDataLoss(overflow.status()));
+  EXPECT_NE(overflow.status().message().find(path + ": not valid JSON"), std::string::npos)
+      << overflow.status();
+  EXPECT_NE(overflow.status().message().find("number overflow"), std::string::npos)
+      << overflow.status();
+
   ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 1}\n \t\r\n").ok());
   auto ok = ReadJsonFile(path, "");
   ASSERT_TRUE(ok.ok()) << ok.status();
