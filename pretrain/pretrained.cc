@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "model/serialize.h"
 #include "pretrain/checkpoint.h"
+#include "pretrain/checkpoint_state.h"
 
 namespace gmlp::pretrain {
 
@@ -28,9 +29,11 @@ absl::StatusOr<PretrainedEncoder> LoadPretrainedEncoder(const std::string& path)
   GMLP_RETURN_IF_ERROR(model::LoadModule(*out.encoder, JoinPath(dir, kModelFile), "encoder."));
   const std::string tokenizer = JoinPath(dir, kTokenizerFile);
   if (PathExists(tokenizer)) out.tokenizer_path = tokenizer;
-  GMLP_ASSIGN_OR_RETURN(const nlohmann::json state,
-                        ReadJsonFile(JoinPath(dir, kStateFile), "the checkpoint is damaged"));
-  if (state.is_object()) out.step = state.value("step", int64_t{0});
+  const std::string state_path = JoinPath(dir, kStateFile);
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json state_json,
+                        ReadJsonFile(state_path, "the checkpoint is damaged"));
+  GMLP_ASSIGN_OR_RETURN(const CheckpointState state, ParseCheckpointState(state_json, state_path));
+  out.step = state.step;
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "model/autocast.h"
 #include "model/softmax_xent.h"
 #include "pretrain/checkpoint.h"
+#include "pretrain/checkpoint_state.h"
 #include "pretrain/mlm_eval.h"
 #include "pretrain/preempt.h"
 #include "pretrain/schedule.h"
@@ -124,24 +125,22 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     GMLP_RETURN_IF_ERROR(options_.load_model(*module_, JoinPath(dir, kModelFile)));
     GMLP_RETURN_IF_ERROR(optimizer_->Load(JoinPath(dir, kOptimizerFile)));
     const std::string state_path = JoinPath(dir, kStateFile);
-    GMLP_ASSIGN_OR_RETURN(nlohmann::json state,
+    GMLP_ASSIGN_OR_RETURN(const nlohmann::json state_json,
                           ReadJsonFile(state_path, "resume from an older checkpoint"));
-    if (!state.is_object() || !state.contains("step") || !state.contains("loader")) {
-      return absl::DataLossError(
-          absl::StrCat(state_path, ": malformed checkpoint state; resume from an older one"));
-    }
-    step_ = state["step"].get<int64_t>();
+    GMLP_ASSIGN_OR_RETURN(const CheckpointState state,
+                          ParseCheckpointState(state_json, state_path));
+    step_ = state.step;
     // Checkpoints written before the state kept it: the metrics log's kept records say (below).
-    elapsed_before_ = state.value("elapsed_s", -1.0);
+    elapsed_before_ = state.elapsed_s;
     data::LoaderState loader_state;
-    loader_state.epoch = state["loader"].value("epoch", int64_t{0});
-    loader_state.position = state["loader"].value("position", int64_t{0});
+    loader_state.epoch = state.loader_epoch;
+    loader_state.position = state.loader_position;
     GMLP_RETURN_IF_ERROR(train_->Restore(loader_state));
-    if (state.value("world_size", 1) != dist_->world_size() && rank0) {
+    if (state.world_size != dist_->world_size() && rank0) {
       std::fprintf(stderr,
                    "gmlp pretrain: warning: %s was written by %d ranks, resuming on %d: training "
                    "continues, but the data order differs from an uninterrupted run\n",
-                   dir.c_str(), state.value("world_size", 1), dist_->world_size());
+                   dir.c_str(), static_cast<int>(state.world_size), dist_->world_size());
     }
     last_checkpoint_step_ = step_;
     last_checkpoint_ = dir;

@@ -3,9 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/checksum.h"
+#include "common/field_json.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/process.h"
@@ -146,4 +150,57 @@ TEST(Process, DefaultThreadsFollowAffinityAndLocalRanks) {
 }
 
 }  // namespace
+// Every config struct reads its integer, bool and number fields through FieldsFromJson: a value
+// must fit the field exactly. nlohmann's get_to truncated 1.5, wrapped 2^63 to a negative step
+// count and converted 3e37 to an integer (undefined behaviour; found by
+// tests/fuzz/train_config_fuzz).
+struct Fields {
+  int32_t threads = 1;
+  int64_t steps = 1;
+  uint64_t seed = 1;
+  double lr = 1;
+  bool bf16 = false;
+  template <typename Self, typename Visit>
+  static void ForEachField(Self& self, Visit&& visit) {
+    visit("threads", self.threads, "");
+    visit("steps", self.steps, "");
+    visit("seed", self.seed, "");
+    visit("lr", self.lr, "");
+    visit("bf16", self.bf16, "");
+  }
+};
+
+TEST(FieldJson, ValuesMustFitTheFieldExactly) {
+  Fields f;
+  ASSERT_TRUE(FieldsFromJson(nlohmann::json::parse(R"({"threads": -2, "steps": 9223372036854775807,
+      "seed": 18446744073709551615, "lr": 3, "bf16": true})"),
+                             "c.json", &f)
+                  .ok());
+  EXPECT_EQ(f.threads, -2);
+  EXPECT_EQ(f.steps, INT64_MAX);
+  EXPECT_EQ(f.seed, UINT64_MAX);
+  EXPECT_EQ(f.lr, 3.0);
+  EXPECT_TRUE(f.bf16);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"({"steps": 3e37})", "key \"steps\" has 3e+37, not an integer in ["},
+      {R"({"steps": 1.5})", "key \"steps\" has 1.5, not an integer"},
+      {R"({"steps": 9223372036854775808})",
+       "key \"steps\" has 9223372036854775808, not an integer"},
+      {R"({"threads": 2147483648})",
+       "key \"threads\" has 2147483648, not an integer in "
+       "[-2147483648, 2147483647]"},
+      {R"({"seed": -1})", "key \"seed\" has -1, not an integer in [0, "},
+      {R"({"bf16": 1})", "key \"bf16\" has 1, not true or false"},
+      {R"({"lr": "1e-3"})", "key \"lr\" has \"1e-3\", not a number"},
+      {R"({"steps": true})", "key \"steps\" has true, not an integer"},
+  };
+  for (const auto& [text, says] : refused) {
+    const absl::Status st = FieldsFromJson(nlohmann::json::parse(text), "c.json", &f);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << text;
+    EXPECT_NE(st.message().find("c.json: " + says), std::string::npos) << st;
+  }
+  // Built in C++ rather than parsed: a positive int64 too large for an int32 field.
+  EXPECT_FALSE(FieldsFromJson(nlohmann::json{{"threads", int64_t{1} << 40}}, "c", &f).ok());
+}
+
 }  // namespace gmlp

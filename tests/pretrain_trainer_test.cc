@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "pretrain/checkpoint.h"
+#include "pretrain/checkpoint_state.h"
 #include "pretrain/config.h"
 #include "pretrain/metrics.h"
 #include "pretrain/trainer.h"
@@ -554,6 +555,44 @@ TEST(TrainerTest, LoggedRateLeavesOutEvaluationTime) {
   ASSERT_GT(plain, 0);
   EXPECT_LT(with_eval / plain, 3.0)
       << "with evaluation " << with_eval << " tok/s, without " << plain;
+}
+
+// state.json with a field missing, of the wrong type or out of range: DataLoss naming the file and
+// the key (a string step made nlohmann throw type_error from Trainer::Init and
+// LoadPretrainedEncoder).
+TEST(CheckpointTest, StateFieldsAreCheckedNamingTheKey) {
+  const nlohmann::json good = {{"step", 30},
+                               {"loader", {{"epoch", 1}, {"position", 60}}},
+                               {"world_size", 2},
+                               {"elapsed_s", 1.5}};
+  auto s = ParseCheckpointState(good, "state.json");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->step, 30);
+  EXPECT_EQ(s->loader_epoch, 1);
+  EXPECT_EQ(s->loader_position, 60);
+  EXPECT_EQ(s->world_size, 2);
+  EXPECT_EQ(s->elapsed_s, 1.5);
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {nlohmann::json::array(), "\"\" must be a JSON object"},
+      {{{"loader", good["loader"]}}, "\"step\" must be an integer >= 0, found nothing"},
+      {{{"step", "30"}, {"loader", good["loader"]}},
+       "\"step\" must be an integer >= 0, found \"30\""},
+      {{{"step", -1}, {"loader", good["loader"]}}, "\"step\" must be an integer >= 0, found -1"},
+      {{{"step", 1.5}, {"loader", good["loader"]}}, "\"step\" must be an integer >= 0, found 1.5"},
+      {{{"step", 18446744073709551615ull}, {"loader", good["loader"]}}, "\"step\" must be"},
+      {{{"step", 3}}, "\"loader\" must be an object"},
+      {{{"step", 3}, {"loader", {{"position", "x"}}}}, "\"loader.position\" must be"},
+      {{{"step", 3}, {"loader", good["loader"]}, {"world_size", 0}}, "\"world_size\" must be"},
+      {{{"step", 3}, {"loader", good["loader"]}, {"elapsed_s", "1"}}, "\"elapsed_s\" must be"},
+  };
+  for (const auto& [j, says] : bad) {
+    auto r = ParseCheckpointState(j, "dir/state.json");
+    ASSERT_FALSE(r.ok()) << j.dump();
+    EXPECT_TRUE(absl::IsDataLoss(r.status()));
+    EXPECT_NE(r.status().message().find("dir/state.json: malformed checkpoint state: " + says),
+              std::string::npos)
+        << r.status();
+  }
 }
 
 TEST(CheckpointTest, NamesAndResolution) {
