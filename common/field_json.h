@@ -1,15 +1,21 @@
 // Reading a struct with a field list (a static ForEachField(self, visit(name, field, help)), as
 // the configs here have) from a JSON object: each key sets the field of that name, with the
-// field's own type. The one place such JSON is read, so every config file gives the same errors.
+// field's own type, checked strictly (an integer field takes no fraction and no value out of its
+// range). The one place such JSON is read, so every config file gives the same errors. And
+// KeyOrigins: where each key of a config came from, so that an error names the file or flag to
+// fix.
 #ifndef GMLP_COMMON_FIELD_JSON_H_
 #define GMLP_COMMON_FIELD_JSON_H_
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -17,48 +23,73 @@
 
 namespace gmlp {
 
-// Whether `v` holds a value of a field of type T exactly: an integer field takes only a JSON
-// integer within T's range (nlohmann would truncate 1.5, wrap 2^63 and, for 3e37, convert out of
-// range: undefined behaviour, found by tests/fuzz/train_config_fuzz), a bool field only a bool.
+// Sets *out from `v` when `v` holds a value of T's kind that T can represent (T: bool, a signed
+// or unsigned integer, double, std::string, or a std::vector of one of those), and returns "".
+// Otherwise leaves *out alone and returns what is wrong, to follow the key in a message:
+// ` is "abc"; expected a number`, ` is 9223372036854775808, out of range for an integer
+// (-9223372036854775808 to 9223372036854775807)`, `[0] is 1.5; expected a whole number >= 0`. A
+// whole-valued number written as a fraction or with an exponent (1e3) is taken by an integer field.
 template <typename T>
-bool JsonFitsField(const nlohmann::json& v) {
+std::string ReadJsonValue(const nlohmann::json& v, T* out) {
+  auto wrong = [&v](absl::string_view expected) {
+    return absl::StrCat(" is ", v.dump(), "; expected ", expected);
+  };
   if constexpr (std::is_same_v<T, bool>) {
-    return v.is_boolean();
+    if (!v.is_boolean()) return wrong("true or false");
+    *out = v.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
+    using Limits = std::numeric_limits<T>;
+    const char* kind = std::is_signed_v<T> ? "an integer" : "a whole number >= 0";
+    if (!v.is_number()) return wrong(kind);
+    const auto out_of_range = [&] {
+      return absl::StrCat(" is ", v.dump(), ", out of range for ", kind, " (", Limits::min(),
+                          " to ", Limits::max(), ")");
+    };
     if (v.is_number_unsigned()) {
-      return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
-    }
-    if (!v.is_number_integer()) return false;
-    const int64_t x = v.get<int64_t>();
-    if constexpr (std::is_signed_v<T>) {
-      return x >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-             x <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(Limits::max())) return out_of_range();
+      *out = static_cast<T>(u);
+    } else if (v.is_number_integer()) {
+      const int64_t i = v.get<int64_t>();
+      if constexpr (std::is_signed_v<T>) {
+        if (i < Limits::min() || i > Limits::max()) return out_of_range();
+      } else if (i < 0) {
+        return wrong(kind);
+      }
+      *out = static_cast<T>(i);
     } else {
-      return x >= 0 && static_cast<uint64_t>(x) <= std::numeric_limits<T>::max();
+      const double d = v.get<double>();
+      if (d != std::floor(d)) return wrong(kind);
+      if (d < 0 && !std::is_signed_v<T>) return wrong(kind);
+      // Limits::max() + 1 is a power of two, exact as a double.
+      if (d < static_cast<double>(Limits::min()) ||
+          d >= 2.0 * static_cast<double>(Limits::max() / 2 + 1)) {
+        return out_of_range();
+      }
+      *out = static_cast<T>(d);
     }
   } else if constexpr (std::is_floating_point_v<T>) {
-    return v.is_number();
-  } else {
-    return true;  // strings and lists: get_to checks their type
+    if (!v.is_number()) return wrong("a number");
+    *out = v.get<T>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return wrong("a string");
+    *out = v.get<std::string>();
+  } else {  // a std::vector
+    if (!v.is_array()) return wrong("a list");
+    T items(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string problem = ReadJsonValue(v[i], &items[i]);
+      if (!problem.empty()) return absl::StrCat("[", i, "]", problem);
+    }
+    *out = std::move(items);
   }
-}
-
-// What JsonFitsField<T> wants, for messages.
-template <typename T>
-std::string JsonFieldKind() {
-  if constexpr (std::is_same_v<T, bool>) {
-    return "true or false";
-  } else if constexpr (std::is_integral_v<T>) {
-    return absl::StrCat("an integer in [", std::numeric_limits<T>::min(), ", ",
-                        std::numeric_limits<T>::max(), "]");
-  } else {
-    return "a number";
-  }
+  return "";
 }
 
 // Sets the fields of `*s` named by the keys of `j`; fields without a key keep their value. A key
-// that is not a field (nor in `other_keys`, which the caller reads itself) or a value of the
-// wrong type is InvalidArgument "<origin>: ...", naming the key and the fix.
+// that is not a field (nor in `other_keys`, which the caller reads itself) or a value the field
+// cannot take (ReadJsonValue) is InvalidArgument "<origin>: ...", naming the key and what it
+// takes.
 template <typename Struct>
 absl::Status FieldsFromJson(const nlohmann::json& j, absl::string_view origin, Struct* s,
                             const std::set<std::string>& other_keys = {}) {
@@ -69,18 +100,9 @@ absl::Status FieldsFromJson(const nlohmann::json& j, absl::string_view origin, S
   Struct::ForEachField(*s, [&](const char* name, auto& field, const char*) {
     known.insert(name);
     if (!status.ok() || !j.contains(name)) return;
-    using T = std::decay_t<decltype(field)>;
-    if (!JsonFitsField<T>(j.at(name))) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          origin, ": key \"", name, "\" has ", j.at(name).dump(), ", not ", JsonFieldKind<T>()));
-      return;
-    }
-    try {
-      j.at(name).get_to(field);
-    } catch (const nlohmann::json::exception& e) {
-      status = absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", name, "\" has ",
-                                                       j.at(name).dump(), ", of the wrong type (",
-                                                       e.what(), ")"));
+    const std::string problem = ReadJsonValue(j.at(name), &field);
+    if (!problem.empty()) {
+      status = absl::InvalidArgumentError(absl::StrCat(origin, ": \"", name, "\"", problem));
     }
   });
   if (!status.ok()) return status;
@@ -93,6 +115,55 @@ absl::Status FieldsFromJson(const nlohmann::json& j, absl::string_view origin, S
   }
   return absl::OkStatus();
 }
+
+// Where each key of a config came from, for errors that name what to fix: a key a file set (or
+// a flag that sets many keys, like `gmlp study --smoke`) is named `<source>: "key" value`, any
+// other key (set by its own flag, or left at its default) `--key=value`.
+class KeyOrigins {
+ public:
+  // `source` (a file's path, or a flag such as "--smoke") set `key`, over any earlier source.
+  void Set(const std::string& key, const std::string& source) { source_[key] = source; }
+  // `source` set every key of the JSON object `j`.
+  void SetAll(const nlohmann::json& j, const std::string& source) {
+    if (!j.is_object()) return;
+    for (const auto& item : j.items()) Set(item.key(), source);
+  }
+  // `key` was given on the command line, over any earlier source.
+  void SetByFlag(const std::string& key) { source_.erase(key); }
+  // The file or flag that set `key`; "" when its own flag did, or nothing (the default).
+  std::string Source(const std::string& key) const {
+    auto it = source_.find(key);
+    return it == source_.end() ? "" : it->second;
+  }
+
+  // `key` = `value` at the start of an error line: `FILE: "mask_rate" -0.15` or
+  // `--mask_rate=-0.15`.
+  std::string Subject(const std::string& key, const nlohmann::json& value) const {
+    const std::string source = Source(key);
+    if (source.empty()) return Flag(key, value);
+    return absl::StrCat(source, ": \"", key, "\" ", value.dump());
+  }
+  // `key` = `value` further on in a line: `"steps" 1000 (FILE)` or `--steps=1000`.
+  std::string Mention(const std::string& key, const nlohmann::json& value) const {
+    const std::string source = Source(key);
+    if (source.empty()) return Flag(key, value);
+    return absl::StrCat("\"", key, "\" ", value.dump(), " (", source, ")");
+  }
+
+ private:
+  // As the command line writes it: a string bare, a list comma-separated.
+  static std::string Flag(const std::string& key, const nlohmann::json& value) {
+    auto text = [](const nlohmann::json& v) {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    std::string out = absl::StrCat("--", key, "=");
+    if (!value.is_array()) return absl::StrCat(out, text(value));
+    for (size_t i = 0; i < value.size(); ++i) absl::StrAppend(&out, i ? "," : "", text(value[i]));
+    return out;
+  }
+
+  std::map<std::string, std::string> source_;
+};
 
 }  // namespace gmlp
 

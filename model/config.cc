@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/field_json.h"
 #include "common/status.h"
 #include "model/arch.h"
 
@@ -14,6 +16,9 @@ namespace gmlp::model {
 namespace {
 
 absl::Status Invalid(absl::string_view msg) { return InvalidConfig(msg); }
+
+constexpr int64_t kMaxDimension = int64_t{1} << 20;
+constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 
 }  // namespace
 
@@ -47,13 +52,49 @@ absl::Status EncoderConfig::Validate() const {
   GMLP_RETURN_IF_ERROR(CheckPositive("d_model", d_model));
   GMLP_RETURN_IF_ERROR(CheckPositive("n_layers", n_layers));
   GMLP_RETURN_IF_ERROR(CheckPositive("d_ffn", d_ffn));
+  // Sizes LibTorch could not allocate, or whose products overflow into negative dimensions
+  // (attn_size 2^62 did), are refused here, naming the key; so is a negative size of another
+  // arch (0 stays allowed there: the blocks check their own sizes are > 0).
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"vocab_size", vocab_size},
+                                    {"max_seq_len", max_seq_len},
+                                    {"type_vocab_size", type_vocab_size},
+                                    {"d_model", d_model},
+                                    {"n_layers", n_layers},
+                                    {"d_ffn", d_ffn},
+                                    {"n_heads", n_heads},
+                                    {"attn_size", attn_size},
+                                    {"token_mlp_dim", token_mlp_dim}}) {
+    if (value < 0 || value > kMaxDimension) {
+      return Invalid(
+          absl::StrCat(name, " must be in [1, ", kMaxDimension, "] (2^20), got ", value));
+    }
+  }
+  // The largest weight matrices and per-sequence activations (every dimension <= 2^20, so
+  // these products fit in int64).
+  for (const auto& [name, elements] :
+       {std::pair<const char*, int64_t>{"vocab_size x d_model", vocab_size * d_model},
+        {"d_model x d_ffn", d_model * d_ffn},
+        {"max_seq_len x max_seq_len", max_seq_len * max_seq_len},
+        {"max_seq_len x d_ffn", max_seq_len * d_ffn},
+        {"max_seq_len x token_mlp_dim", max_seq_len * token_mlp_dim},
+        {"d_ffn x attn_size", d_ffn * attn_size}}) {
+    if (elements > kMaxTensorElements) {
+      return Invalid(absl::StrCat(name, " = ", elements, " elements, more than ",
+                                  kMaxTensorElements, " (2^31) in one tensor"));
+    }
+  }
   if (!(dropout >= 0.0 && dropout < 1.0)) {
     return Invalid(absl::StrCat("dropout must be in [0, 1), got ", dropout));
   }
-  if (!(layer_norm_eps > 0.0)) {
-    return Invalid(absl::StrCat("layer_norm_eps must be > 0, got ", layer_norm_eps));
+  if (!(layer_norm_eps > 0.0 && layer_norm_eps <= 1.0)) {
+    return Invalid(absl::StrCat("layer_norm_eps must be in (0, 1], got ", layer_norm_eps));
   }
-  if (!(init_std >= 0.0)) return Invalid(absl::StrCat("init_std must be >= 0, got ", init_std));
+  if (!(init_std >= 0.0 && init_std <= 1.0)) {
+    return Invalid(absl::StrCat("init_std must be in [0, 1], got ", init_std));
+  }
+  if (!(sgu_init_eps >= 0.0 && sgu_init_eps <= 1.0)) {
+    return Invalid(absl::StrCat("sgu_init_eps must be in [0, 1], got ", sgu_init_eps));
+  }
   return spec->block.validate(*this);
 }
 
@@ -62,35 +103,6 @@ nlohmann::json EncoderConfig::ToJson() const {
   ForEachField(*this, [&j](const char* name, const auto& field, const char*) { j[name] = field; });
   return j;
 }
-
-namespace {
-
-// The JSON type a field of type T is written as (ToJson), and its name for messages.
-struct JsonType {
-  bool (nlohmann::json::*is)() const;
-  const char* name;
-};
-template <typename T>
-constexpr JsonType kJsonType = {&nlohmann::json::is_boolean, "true or false"};
-template <>
-constexpr JsonType kJsonType<int64_t> = {&nlohmann::json::is_number_integer, "an integer"};
-template <>
-constexpr JsonType kJsonType<double> = {&nlohmann::json::is_number, "a number"};
-template <>
-constexpr JsonType kJsonType<std::string> = {&nlohmann::json::is_string, "a string"};
-
-// Sets *out from `v` when `v` has the field's JSON type; else InvalidArgument naming `key`.
-template <typename T>
-absl::Status ReadField(const char* key, const nlohmann::json& v, T* out) {
-  const JsonType type = kJsonType<T>;
-  if (!(v.*type.is)()) {
-    return Invalid(absl::StrCat("key '", key, "' must be ", type.name, ", got ", v.dump()));
-  }
-  *out = v.get<T>();
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const nlohmann::json& j) {
   if (!j.is_object()) {
@@ -102,7 +114,9 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const nlohmann::json& j) {
     absl::Status st = Invalid(
         absl::StrCat("unknown key '", item.key(), "' (a config from a newer gmlp, or a typo)"));
     ForEachField(c, [&](const char* name, auto& field, const char*) {
-      if (item.key() == name) st = ReadField(name, item.value(), &field);
+      if (item.key() != name) return;
+      const std::string problem = ReadJsonValue(item.value(), &field);
+      st = problem.empty() ? absl::OkStatus() : Invalid(absl::StrCat("\"", name, "\"", problem));
     });
     GMLP_RETURN_IF_ERROR(st);
   }

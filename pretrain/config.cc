@@ -23,12 +23,15 @@ nlohmann::json PretrainConfig::ToJson() const {
   return j;
 }
 
-absl::StatusOr<PretrainConfig> PretrainConfig::FromJson(const nlohmann::json& j) {
-  if (!j.is_object()) return absl::InvalidArgumentError("pretrain config: expected a JSON object");
+absl::StatusOr<PretrainConfig> PretrainConfig::FromJson(const nlohmann::json& j,
+                                                        absl::string_view origin) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": expected a JSON object"));
+  }
   PretrainConfig c;
   if (j.contains("preset")) {
     if (!j["preset"].is_string()) {
-      return absl::InvalidArgumentError("pretrain config: \"preset\" must be a string");
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": \"preset\" must be a string"));
     }
     c.preset = j["preset"].get<std::string>();
   }
@@ -36,19 +39,19 @@ absl::StatusOr<PretrainConfig> PretrainConfig::FromJson(const nlohmann::json& j)
   absl::StatusOr<model::EncoderConfig> preset = model::Preset(c.preset);
   if (!preset.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("pretrain config: \"preset\": ", preset.status().message()));
+        absl::StrCat(origin, ": \"preset\": ", preset.status().message()));
   }
   if (j.contains("model")) {
     auto parsed = model::EncoderConfig::FromJson(j["model"]);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("pretrain config: \"model\": ", parsed.status().message()));
+          absl::StrCat(origin, ": \"model\": ", parsed.status().message()));
     }
     c.model = *std::move(parsed);
   } else {
     c.model = *std::move(preset);
   }
-  GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(j));
+  GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(j, TrainConfig(), origin));
   return c;
 }
 
@@ -94,16 +97,13 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
 
 absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
   PretrainConfig c;
+  KeyOrigins origins;  // the file's keys, less those the flags set again
   if (!sources.config_file.empty()) {
     GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
                           ReadJsonFile(sources.config_file,
                                        "check the file (a run's config.json is a valid example)"));
-    auto parsed = PretrainConfig::FromJson(j);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(sources.config_file, ": ", parsed.status().message()));
-    }
-    c = *std::move(parsed);
+    GMLP_ASSIGN_OR_RETURN(c, PretrainConfig::FromJson(j, sources.config_file));
+    origins.SetAll(j, sources.config_file);
   } else {
     GMLP_ASSIGN_OR_RETURN(c.model, model::Preset(c.preset));
   }
@@ -120,6 +120,8 @@ absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
     GMLP_ASSIGN_OR_RETURN(c.model, ApplyModelOverrides(c.model, sources.model_overrides));
   }
   GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(sources.train_flags, c.train));
+  for (const auto& item : sources.train_flags.items()) origins.SetByFlag(item.key());
+  GMLP_RETURN_IF_ERROR(c.train.Validate(origins));
   return c;
 }
 

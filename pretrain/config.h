@@ -25,7 +25,9 @@ struct PretrainConfig {
   absl::Status Validate() const;
   nlohmann::json ToJson() const;
   // Reads a config.json as ToJson writes it; a missing "model" section means the preset's.
-  static absl::StatusOr<PretrainConfig> FromJson(const nlohmann::json& j);
+  // Errors are "<origin>: ..." naming the key.
+  static absl::StatusOr<PretrainConfig> FromJson(const nlohmann::json& j,
+                                                 absl::string_view origin = "pretrain config");
 };
 
 // Applies "key=value,key=value" (EncoderConfig JSON keys) to `base`; each value is parsed as
@@ -42,7 +44,8 @@ struct ConfigSources {
 };
 
 // Defaults < config file < preset flag < model overrides / flags. vocab_size and max_seq_len
-// are set later from the shard manifest.
+// are set later from the shard manifest. The result is validated: an error names the file and
+// key (`FILE: "mask_rate" -0.15 must be in (0, 1)`), or the flag, that set the bad value.
 absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources);
 
 }  // namespace gmlp::pretrain

@@ -84,9 +84,9 @@ int PretrainMain(int argc, char** argv) {
   absl::StatusOr<pretrain::PretrainConfig> config = pretrain::ResolveConfig(sources);
   if (!config.ok()) return Fail(argv[0], config.status());
   if (nproc > 1 && !pretrain::IsSpawnedRank()) {
-    // Check what can be checked once, before starting N processes that would all fail.
-    absl::Status st = config->train.Validate();
-    if (st.ok()) st = pretrain::AccumulationSteps(config->train, nproc).status();
+    // Check what can be checked once (ResolveConfig validated the rest), before starting N
+    // processes that would all fail.
+    const absl::Status st = pretrain::AccumulationSteps(config->train, nproc).status();
     if (!st.ok()) return Fail(argv[0], st);
     return pretrain::SpawnLocalRanks(nproc, max_restarts);
   }

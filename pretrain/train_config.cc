@@ -1,5 +1,8 @@
 #include "pretrain/train_config.h"
 
+#include <cmath>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/field_json.h"
 
@@ -11,11 +14,11 @@ nlohmann::json TrainConfig::ToJson() const {
   return j;
 }
 
-absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j,
-                                                  const TrainConfig& base) {
+absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j, const TrainConfig& base,
+                                                  absl::string_view origin) {
   TrainConfig c = base;
   // The encoder's section and preset name are PretrainConfig's.
-  absl::Status st = FieldsFromJson(j, "training config", &c, {"model", "preset"});
+  absl::Status st = FieldsFromJson(j, origin, &c, {"model", "preset"});
   if (!st.ok()) return st;
   return c;
 }
@@ -24,40 +27,65 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j) {
   return FromJson(j, TrainConfig());
 }
 
-absl::Status TrainConfig::Validate() const {
-  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
-  if (out_dir.empty()) return bad("--out_dir is empty; give an output directory");
-  if (global_batch <= 0) return bad("--global_batch=", global_batch, " must be > 0");
-  if (micro_batch <= 0) return bad("--micro_batch=", micro_batch, " must be > 0");
-  if (steps <= 0) return bad("--steps=", steps, " must be > 0");
+absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
+  // bad(key, value, what is wrong...): one line naming the key as its source set it.
+  auto bad = [&origins](const char* key, const nlohmann::json& value, auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
+  };
+  // A batch is a tensor dimension: the model's bound (model/config.cc).
+  constexpr int64_t kMaxBatch = int64_t{1} << 20;
+  if (out_dir.empty()) return bad("out_dir", out_dir, " is empty; give an output directory");
+  if (global_batch <= 0 || global_batch > kMaxBatch) {
+    return bad("global_batch", global_batch, " must be in [1, ", kMaxBatch, "] (2^20)");
+  }
+  if (micro_batch <= 0 || micro_batch > kMaxBatch) {
+    return bad("micro_batch", micro_batch, " must be in [1, ", kMaxBatch, "] (2^20)");
+  }
+  if (steps <= 0) return bad("steps", steps, " must be > 0");
   if (optimizer != "adamw" && optimizer != "lamb") {
-    return bad("--optimizer=", optimizer, " is not one of adamw, lamb");
+    return bad("optimizer", optimizer, " is not one of adamw, lamb");
   }
   if (schedule != "linear" && schedule != "cosine") {
-    return bad("--schedule=", schedule, " is not one of linear, cosine");
+    return bad("schedule", schedule, " is not one of linear, cosine");
   }
-  if (!(lr > 0)) return bad("--lr=", lr, " must be > 0");
+  // Rates: the upper bounds are far above any useful value, and keep out the ones (lr 1e300)
+  // that turn the first step's weights into inf.
+  if (!(lr > 0 && lr <= 1)) return bad("lr", lr, " must be in (0, 1]");
   if (warmup_steps < 0 || warmup_steps > steps) {
-    return bad("--warmup_steps=", warmup_steps, " must be in [0, --steps=", steps, "]");
+    return bad("warmup_steps", warmup_steps, " must be in [0, ", origins.Mention("steps", steps),
+               "]");
   }
-  if (min_lr_ratio < 0 || min_lr_ratio > 1) {
-    return bad("--min_lr_ratio=", min_lr_ratio, " must be in [0, 1]");
+  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) {
+    return bad("min_lr_ratio", min_lr_ratio, " must be in [0, 1]");
   }
-  if (weight_decay < 0) return bad("--weight_decay=", weight_decay, " must be >= 0");
-  if (!(beta1 >= 0 && beta1 < 1)) return bad("--beta1=", beta1, " must be in [0, 1)");
-  if (!(beta2 >= 0 && beta2 < 1)) return bad("--beta2=", beta2, " must be in [0, 1)");
-  if (!(eps > 0)) return bad("--eps=", eps, " must be > 0");
-  if (clip_norm < 0) return bad("--clip_norm=", clip_norm, " must be >= 0 (0 = off)");
-  if (!(mask_rate > 0 && mask_rate < 1))
-    return bad("--mask_rate=", mask_rate, " must be in (0, 1)");
-  if (log_every < 0 || eval_every < 0 || checkpoint_every < 0) {
-    return bad("--log_every, --eval_every and --checkpoint_every must be >= 0 (0 = never)");
+  if (!(weight_decay >= 0 && weight_decay <= 1)) {
+    return bad("weight_decay", weight_decay, " must be in [0, 1]");
   }
-  if (eval_batches <= 0) return bad("--eval_batches=", eval_batches, " must be > 0");
-  if (keep_checkpoints <= 0) return bad("--keep_checkpoints=", keep_checkpoints, " must be > 0");
-  if (!(bucket_mb > 0)) return bad("--bucket_mb=", bucket_mb, " must be > 0");
-  if (dist_timeout_s <= 0) return bad("--dist_timeout_s=", dist_timeout_s, " must be > 0");
-  if (peak_gflops < 0) return bad("--peak_gflops=", peak_gflops, " must be >= 0 (0 = measure)");
+  if (!(beta1 >= 0 && beta1 < 1)) return bad("beta1", beta1, " must be in [0, 1)");
+  if (!(beta2 >= 0 && beta2 < 1)) return bad("beta2", beta2, " must be in [0, 1)");
+  if (!(eps > 0 && eps <= 1)) return bad("eps", eps, " must be in (0, 1]");
+  if (!(clip_norm >= 0 && std::isfinite(clip_norm))) {
+    return bad("clip_norm", clip_norm, " must be finite and >= 0 (0 = off)");
+  }
+  if (!(mask_rate > 0 && mask_rate < 1)) return bad("mask_rate", mask_rate, " must be in (0, 1)");
+  for (const auto& [key, every] : {std::pair<const char*, int64_t>{"log_every", log_every},
+                                   {"eval_every", eval_every},
+                                   {"checkpoint_every", checkpoint_every}}) {
+    if (every < 0) return bad(key, every, " must be >= 0 (0 = never)");
+  }
+  if (eval_batches <= 0) return bad("eval_batches", eval_batches, " must be > 0");
+  if (keep_checkpoints <= 0) return bad("keep_checkpoints", keep_checkpoints, " must be > 0");
+  if (!(bucket_mb > 0 && bucket_mb <= 65536)) {
+    return bad("bucket_mb", bucket_mb, " must be in (0, 65536]");
+  }
+  // A year: longer ones overflow when converted to the milliseconds c10d counts in.
+  constexpr int64_t kMaxTimeout = int64_t{365} * 24 * 3600;
+  if (dist_timeout_s <= 0 || dist_timeout_s > kMaxTimeout) {
+    return bad("dist_timeout_s", dist_timeout_s, " must be in [1, ", kMaxTimeout, "] (a year)");
+  }
+  if (!(peak_gflops >= 0 && std::isfinite(peak_gflops))) {
+    return bad("peak_gflops", peak_gflops, " must be finite and >= 0 (0 = measure)");
+  }
   return absl::OkStatus();
 }
 

@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/field_json.h"
 
 namespace gmlp::pretrain {
 
@@ -96,11 +98,14 @@ struct TrainConfig {
           "Per-rank peak GFLOP/s for MFU; 0 = measure a GEMM at start.");
   }
 
-  absl::Status Validate() const;
+  // InvalidArgument naming the first key whose value is out of range, as `origins` says it was
+  // set: `--lr=2` for a flag (or a default), `FILE: "lr" 2` for a config file's key.
+  absl::Status Validate(const KeyOrigins& origins = KeyOrigins()) const;
   nlohmann::json ToJson() const;
-  // Reads the keys present in `j` over `base` (the defaults when omitted); unknown keys are
-  // errors naming the key.
-  static absl::StatusOr<TrainConfig> FromJson(const nlohmann::json& j, const TrainConfig& base);
+  // Reads the keys present in `j` over `base` (the defaults when omitted); an unknown key or a
+  // value of the wrong type is InvalidArgument "<origin>: ..." naming the key.
+  static absl::StatusOr<TrainConfig> FromJson(const nlohmann::json& j, const TrainConfig& base,
+                                              absl::string_view origin = "training config");
   static absl::StatusOr<TrainConfig> FromJson(const nlohmann::json& j);
 };
 

@@ -141,6 +141,35 @@ TEST(EncoderConfigTest, EnumFieldsAreCheckedWhateverTheArch) {
       << path.status();
 }
 
+// Sizes past what LibTorch can allocate (attn_size 2^62 reached it as a negative dimension),
+// integers out of int64's range or with a fraction, and rates that are not rates are refused
+// naming the key.
+TEST(EncoderConfigTest, HugeSizesOverflowAndWildRatesAreRefusedNamingTheKey) {
+  const std::pair<nlohmann::json, const char*> cases[] = {
+      {{{"arch", "amlp"}, {"attn_size", int64_t{1} << 62}},
+       "encoder config: attn_size must be in [1, 1048576] (2^20), got 4611686018427387904"},
+      {{{"arch", "gmlp"}, {"n_heads", -(int64_t{1} << 62)}}, "n_heads must be in [1, 1048576]"},
+      {{{"d_model", 1 << 20}, {"vocab_size", 1 << 20}},
+       "vocab_size x d_model = 1099511627776 elements, more than 2147483648 (2^31)"},
+      {{{"max_seq_len", 65536}}, "max_seq_len x max_seq_len = 4294967296 elements"},
+      {nlohmann::json::parse(R"({"d_model": 9223372036854775808})"),
+       "\"d_model\" is 9223372036854775808, out of range for an integer"},
+      {{{"d_model", 1.5}}, "\"d_model\" is 1.5; expected an integer"},
+      {{{"d_model", "64"}}, "\"d_model\" is \"64\"; expected an integer"},
+      {{{"init_std", 1e300}}, "init_std must be in [0, 1], got 1e+300"},
+      {{{"sgu_init_eps", -1.0}}, "sgu_init_eps must be in [0, 1], got -1"},
+      {{{"layer_norm_eps", 2.0}}, "layer_norm_eps must be in (0, 1], got 2"}};
+  for (const auto& [j, says] : cases) {
+    auto c = EncoderConfig::FromJson(j);
+    ASSERT_FALSE(c.ok()) << j.dump();
+    EXPECT_NE(c.status().message().find(says), std::string::npos) << c.status();
+  }
+  // A whole number written with an exponent is an integer.
+  auto exp = EncoderConfig::FromJson(nlohmann::json::parse(R"({"d_model": 1.28e2})"));
+  ASSERT_TRUE(exp.ok()) << exp.status();
+  EXPECT_EQ(exp->d_model, 128);
+}
+
 TEST(PresetTest, EveryPresetValidatesAndRoundTrips) {
   const auto names = PresetNames();
   ASSERT_GE(names.size(), 12u);

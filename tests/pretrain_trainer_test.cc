@@ -616,8 +616,7 @@ TEST(PretrainConfigTest, UnknownPresetOrModelValueIsRefusedNamingTheFile) {
     sources.config_file = path;
     auto c = ResolveConfig(sources);
     ASSERT_FALSE(c.ok()) << j.dump();
-    EXPECT_NE(c.status().message().find(path + ": pretrain config: " + says), std::string::npos)
-        << c.status();
+    EXPECT_NE(c.status().message().find(path + ": " + says), std::string::npos) << c.status();
   };
   const nlohmann::json tiny = model::Preset("gmlp-tiny")->ToJson();
   refused({{"preset", "gmlp-huge"}, {"model", tiny}},
@@ -632,6 +631,52 @@ TEST(PretrainConfigTest, UnknownPresetOrModelValueIsRefusedNamingTheFile) {
   sources.config_file = path;
   auto ok = ResolveConfig(sources);
   EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+// A bad training value names where it was set: the config file and its key, or the flag (which
+// wins over the file); a value of the wrong type or out of an integer's range names the key and
+// what it takes.
+TEST(PretrainConfigTest, BadValuesNameTheFileAndKeyOrTheFlag) {
+  const std::string dir = testing::FreshTempDir("config_values");
+  const std::string path = dir + "/config.json";
+  auto resolve = [&](const std::string& file_text, const nlohmann::json& flags) {
+    EXPECT_TRUE(WriteFileAtomic(path, file_text).ok());
+    ConfigSources sources;
+    sources.config_file = path;
+    sources.train_flags = flags;
+    return ResolveConfig(sources);
+  };
+  auto refused = [&](const std::string& file_text, const nlohmann::json& flags,
+                     const std::string& says) {
+    auto c = resolve(file_text, flags);
+    ASSERT_FALSE(c.ok()) << file_text;
+    EXPECT_EQ(c.status().message(), says) << file_text;
+  };
+  const nlohmann::json no_flags = nlohmann::json::object();
+  refused(R"({"mask_rate": -0.15})", no_flags, path + ": \"mask_rate\" -0.15 must be in (0, 1)");
+  refused("{}", {{"mask_rate", -0.15}}, "--mask_rate=-0.15 must be in (0, 1)");
+  refused(R"({"mask_rate": 0.2})", {{"mask_rate", -0.15}}, "--mask_rate=-0.15 must be in (0, 1)");
+  EXPECT_TRUE(resolve(R"({"mask_rate": -0.15})", {{"mask_rate", 0.2}}).ok());
+  refused(R"({"lr": 1e300})", no_flags, path + ": \"lr\" 1e+300 must be in (0, 1]");
+  refused(R"({"optimizer": "sgd"})", no_flags,
+          path + ": \"optimizer\" \"sgd\" is not one of adamw, lamb");
+  refused(R"({"warmup_steps": 5000})", no_flags,
+          path + ": \"warmup_steps\" 5000 must be in [0, --steps=1000]");
+  refused(R"({"warmup_steps": 5000, "steps": 100})", no_flags,
+          path + ": \"warmup_steps\" 5000 must be in [0, \"steps\" 100 (" + path + ")]");
+  refused(R"({"mask_rate": "0.15"})", no_flags,
+          path + ": \"mask_rate\" is \"0.15\"; expected a number");
+  refused(R"({"eval_every": 9223372036854775808})", no_flags,
+          path +
+              ": \"eval_every\" is 9223372036854775808, out of range for an integer "
+              "(-9223372036854775808 to 9223372036854775807)");
+  refused(R"({"steps": 1.5})", no_flags, path + ": \"steps\" is 1.5; expected an integer");
+  refused(R"({"seed": -1})", no_flags, path + ": \"seed\" is -1; expected a whole number >= 0");
+  nlohmann::json amlp = model::Preset("amlp-tiny")->ToJson();
+  amlp["attn_size"] = int64_t{1} << 62;
+  refused(nlohmann::json{{"preset", "amlp-tiny"}, {"model", amlp}}.dump(), no_flags,
+          path + ": \"model\": encoder config: attn_size must be in [1, 1048576] (2^20), got " +
+              "4611686018427387904");
 }
 
 TEST(MetricsTest, FormatDuration) {
