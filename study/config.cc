@@ -1,7 +1,7 @@
 #include "study/config.h"
 
 #include <algorithm>
-#include <cmath>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -17,73 +17,113 @@
 namespace gmlp::study {
 
 absl::Status StudyConfig::Validate() const {
-  if (output.empty()) return absl::InvalidArgumentError("--output is empty");
-  if (archs.empty() || sizes.empty()) {
-    return absl::InvalidArgumentError("--archs and --sizes must each name at least one");
-  }
+  // bad(key, value, what is wrong...): one line naming the key as its source set it.
+  auto bad = [this](const char* key, const nlohmann::json& value, auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
+  };
+  // A size is a tensor dimension: the model's bound (model/config.cc).
+  constexpr int64_t kMaxSize = int64_t{1} << 20;
+  if (output.empty()) return bad("output", output, " is empty");
+  if (archs.empty()) return bad("archs", archs, " is empty; name at least one encoder");
+  if (sizes.empty()) return bad("sizes", sizes, " is empty; name at least one size");
   for (const std::string& a : archs) {
     for (const std::string& s : sizes) {
       auto p = model::Preset(absl::StrCat(a, "-", s));
       if (!p.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("--archs/--sizes: no preset '", a, "-", s,
-                                                       "' (", p.status().message(), ")"));
+        return bad("archs", archs, " with ", origins.Mention("sizes", sizes), ": no preset '", a,
+                   "-", s, "' (", p.status().message(), ")");
       }
     }
   }
   const std::vector<std::string>& variants = model::SguVariants();
   for (const std::string& v : sgu_variants) {
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--sgu_variants: '", v, "' is not one of split, multiplicative, additive, linear"));
+      return bad("sgu_variants", sgu_variants, ": '", v,
+                 "' is not one of split, multiplicative, additive, linear");
     }
   }
-  for (const std::string& t : tasks) GMLP_RETURN_IF_ERROR(FindStudyTask(t).status());
-  if (seeds.empty()) return absl::InvalidArgumentError("--seeds is empty");
+  for (const std::string& t : tasks) {
+    if (absl::Status st = FindStudyTask(t).status(); !st.ok()) {
+      return bad("tasks", tasks, ": ", st.message());
+    }
+  }
+  if (seeds.empty()) return bad("seeds", seeds, " is empty");
   if (!(holdout_fraction > 0 && holdout_fraction < 0.5)) {
-    return absl::InvalidArgumentError("--holdout_fraction must be in (0, 0.5)");
+    return bad("holdout_fraction", holdout_fraction, " must be in (0, 0.5)");
   }
   if (transformer_positions.empty()) {
-    return absl::InvalidArgumentError(
-        "--transformer_positions is empty; name alibi, learned or both (the first is the "
-        "baseline)");
+    return bad("transformer_positions", transformer_positions,
+               " is empty; name alibi, learned or both (the first is the baseline)");
   }
   for (size_t i = 0; i < transformer_positions.size(); ++i) {
     const std::string& p = transformer_positions[i];
     const std::vector<std::string>& schemes = model::PositionSchemes();
     if (std::find(schemes.begin(), schemes.end(), p) == schemes.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--transformer_positions: '", p,
-                                                     "' is not one of ",
-                                                     absl::StrJoin(schemes, ", ")));
+      return bad("transformer_positions", transformer_positions, ": '", p, "' is not one of ",
+                 absl::StrJoin(schemes, ", "));
     }
     if (std::find(transformer_positions.begin(), transformer_positions.begin() + i, p) !=
         transformer_positions.begin() + i) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--transformer_positions names '", p, "' twice"));
+      return bad("transformer_positions", transformer_positions, " names '", p, "' twice");
     }
   }
-  if (amlp_attn_sizes.empty()) {
-    return absl::InvalidArgumentError("--amlp_attn_sizes is empty; the paper's is 64");
+  if (amlp_attn_sizes.empty())
+    return bad("amlp_attn_sizes", amlp_attn_sizes, " is empty; the paper's is 64");
+  for (const uint64_t a : amlp_attn_sizes) {
+    if (a < 1 || a > static_cast<uint64_t>(kMaxSize)) {
+      return bad("amlp_attn_sizes", amlp_attn_sizes, ": ", a, " is not in [1, ", kMaxSize,
+                 "] (2^20)");
+    }
+  }
+  // Every cell's pretraining lr, pretrain_lr included when pretrain_lr_by_size covers every
+  // size: a config is checked whole, before any work.
+  if (!(pretrain_lr > 0 && pretrain_lr <= 1)) {
+    return bad("pretrain_lr", pretrain_lr, " must be in (0, 1]");
   }
   for (size_t i = 0; i < pretrain_lr_by_size.size(); ++i) {
     const std::string size = pretrain_lr_by_size[i].substr(0, pretrain_lr_by_size[i].find('='));
     GMLP_RETURN_IF_ERROR(PretrainLr(size).status());
     if (!model::Preset(absl::StrCat(archs.front(), "-", size)).ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--pretrain_lr_by_size: no size '", size, "' (no preset '", archs.front(),
-                       "-", size, "')"));
+      return bad("pretrain_lr_by_size", pretrain_lr_by_size, ": no size '", size, "' (no preset '",
+                 archs.front(), "-", size, "')");
     }
     for (size_t k = 0; k < i; ++k) {
       if (absl::StartsWith(pretrain_lr_by_size[k], size + "=")) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--pretrain_lr_by_size names size '", size, "' twice"));
+        return bad("pretrain_lr_by_size", pretrain_lr_by_size, " names size '", size, "' twice");
       }
     }
   }
-  if (curve_points < 1) return absl::InvalidArgumentError("--curve_points must be >= 1");
-  if (pretrain_steps < 1) return absl::InvalidArgumentError("--pretrain_steps must be >= 1");
+  if (pretrain_steps < 1) return bad("pretrain_steps", pretrain_steps, " must be >= 1");
+  if (pretrain_batch < 1 || pretrain_batch > kMaxSize) {
+    return bad("pretrain_batch", pretrain_batch, " must be in [1, ", kMaxSize, "] (2^20)");
+  }
+  if (pretrain_warmup < 0) return bad("pretrain_warmup", pretrain_warmup, " must be >= 0");
+  if (ppl_batches < 1) return bad("ppl_batches", ppl_batches, " must be >= 1");
+  if (curve_points < 1) return bad("curve_points", curve_points, " must be >= 1");
+  if (corpus_mb < 0) return bad("corpus_mb", corpus_mb, " must be >= 0 (0 = all)");
+  if (vocab_size < 8) return bad("vocab_size", vocab_size, " must be >= 8");
+  if (seq_len < 8 || seq_len > kMaxSize) {
+    return bad("seq_len", seq_len, " must be in [8, ", kMaxSize, "] (2^20)");
+  }
+  // The probe's own bounds (study/probe.cc ProbeOptions::Validate), named as the study's keys.
+  for (const auto& [key, n] :
+       {std::pair<const char*, int64_t>{"probe_train_examples", probe_train_examples},
+        {"probe_dev_examples", probe_dev_examples},
+        {"probe_test_examples", probe_test_examples}}) {
+    if (n < 2) return bad(key, n, " must be >= 2");
+  }
+  if (probe_max_sentence_bytes < 8) {
+    return bad("probe_max_sentence_bytes", probe_max_sentence_bytes, " must be >= 8");
+  }
+  if (max_train_examples < 0) {
+    return bad("max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
+  }
+  if (max_eval_examples < 0) {
+    return bad("max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
+  }
   if (finetune.max_len > seq_len && shards.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_len=", finetune.max_len,
-                                                   " exceeds --seq_len=", seq_len,
+    return absl::InvalidArgumentError(absl::StrCat("--max_len=", finetune.max_len, " exceeds ",
+                                                   origins.Mention("seq_len", seq_len),
                                                    " (the encoders' max_seq_len)"));
   }
   return finetune.Validate();
@@ -94,9 +134,10 @@ absl::StatusOr<double> StudyConfig::PretrainLr(const std::string& size) const {
     const size_t eq = entry.find('=');
     double lr = 0;
     if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(entry.substr(eq + 1), &lr) ||
-        !(lr > 0 && std::isfinite(lr))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--pretrain_lr_by_size: '", entry, "' is not size=lr with lr > 0 (e.g. mini=0.001)"));
+        !(lr > 0 && lr <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origins.Subject("pretrain_lr_by_size", pretrain_lr_by_size), ": '", entry,
+                       "' is not size=lr with lr in (0, 1] (e.g. mini=0.001)"));
     }
     if (entry.compare(0, eq, size) == 0 && eq == size.size()) return lr;
   }
@@ -117,6 +158,7 @@ absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& 
     GMLP_RETURN_IF_ERROR(
         FieldsFromJson(j.at("finetune"), absl::StrCat(origin, " \"finetune\""), &finetune, {}));
   }
+  origins.SetAll(j, origin);
   return absl::OkStatus();
 }
 
@@ -125,9 +167,8 @@ std::string TransformerEncoder(const std::string& position) {
 }
 
 std::string BaselineEncoder(const StudyConfig& config) {
-  return TransformerEncoder(config.transformer_positions.empty()
-                                ? "learned"
-                                : config.transformer_positions.front());
+  return TransformerEncoder(
+      config.transformer_positions.empty() ? "learned" : config.transformer_positions.front());
 }
 
 absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) {
@@ -138,7 +179,7 @@ absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) 
 
 std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& now) {
   nlohmann::json old = Fingerprint(StudyConfig().ToJson());
-  old.merge_patch(Fingerprint(recorded));  // recursive: "finetune" too
+  old.merge_patch(Fingerprint(recorded));                    // recursive: "finetune" too
   const nlohmann::json current = Fingerprint(now.ToJson());  // items() does not own it
   std::string diff;
   for (const auto& [k, v] : current.items()) {
@@ -153,9 +194,9 @@ std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& n
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
   // pretrain_lr_by_size is checked per cell (study.cc: CheckCellLearningRates).
-  for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
-                        "amlp_attn_sizes", "transformer_positions", "timings",
-                        "pretrain_lr_by_size"}) {
+  for (const char* k :
+       {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
+        "amlp_attn_sizes", "transformer_positions", "timings", "pretrain_lr_by_size"}) {
     j.erase(k);
   }
   return j;
@@ -164,6 +205,7 @@ nlohmann::json Fingerprint(nlohmann::json j) {
 absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
   if (name == "default-small" || name.empty()) return absl::OkStatus();
   if (name == "smoke") {
+    const nlohmann::json before = c->ToJson();
     c->corpus_mb = 1;
     c->vocab_size = 2000;
     c->seq_len = 128;  // the probe's pairs need up to 128 tokens
@@ -187,6 +229,10 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
     c->finetune.epochs = 1;
     c->finetune.batch_size = 16;
     c->finetune.max_len = 128;
+    const nlohmann::json after = c->ToJson();  // items() does not own it
+    for (const auto& [key, value] : after.items()) {
+      if (before.at(key) != value) c->origins.Set(key, "--smoke");
+    }
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/field_json.h"
 #include "finetune/trainer.h"
 #include "model/autocast.h"
 
@@ -160,12 +161,19 @@ struct StudyConfig {
           "> 0: evaluate on the first N examples of each eval split");
   }
 
+  // Where each setting came from (a --config file, --smoke, or its own flag), for errors;
+  // not a setting. MergeJson and ApplyStudyPreset record theirs; `gmlp study` takes back the
+  // keys its flags set again.
+  KeyOrigins origins;
+
+  // InvalidArgument naming the first bad setting as its source set it (`FILE: "seeds" ...`,
+  // `--smoke: ...` or `--pretrain_lr=...`).
   absl::Status Validate() const;
   // The peak pretraining lr of the cells of `size` (pretrain_lr_by_size, else pretrain_lr).
   absl::StatusOr<double> PretrainLr(const std::string& size) const;
   nlohmann::json ToJson() const;
   // Sets the fields `j` names (keys as ToJson's; "finetune" holds FinetuneOptions keys) over
-  // `*this`. Errors name `origin`.
+  // `*this`, recording `origin` as their source. Errors name `origin`.
   absl::Status MergeJson(const nlohmann::json& j, const std::string& origin);
 };
 

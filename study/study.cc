@@ -77,6 +77,19 @@ struct CellSpec {
   bool finetune = true;
 };
 
+// An error in the configuration of cell `name`, naming it and the settings that made it (each
+// as its source set it: a --config file, --smoke or a flag).
+absl::Status CellError(const StudyConfig& c, const std::string& name, const std::string& arch,
+                       const std::string& size, const absl::Status& st) {
+  std::string made_by =
+      absl::StrCat(c.origins.Mention("archs", c.archs), ", ", c.origins.Mention("sizes", c.sizes));
+  if (!c.model_overrides.empty()) {
+    absl::StrAppend(&made_by, ", ", c.origins.Mention("model_overrides", c.model_overrides));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cell ", name, " (arch ", arch, ", size ", size,
+                                                 "; from ", made_by, "): ", st.message()));
+}
+
 // The pretraining configuration of every cell: "<arch>-<size>" with the study's overrides, on
 // the study's shards for the same steps, at the size's lr.
 absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c,
@@ -88,7 +101,9 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
   pc.preset = preset;
   GMLP_ASSIGN_OR_RETURN(pc.model, model::Preset(preset));
   if (!c.model_overrides.empty()) {
-    GMLP_ASSIGN_OR_RETURN(pc.model, pretrain::ApplyModelOverrides(pc.model, c.model_overrides));
+    auto model = pretrain::ApplyModelOverrides(pc.model, c.model_overrides);
+    if (!model.ok()) return CellError(c, preset, arch, size, model.status());
+    pc.model = *std::move(model);
   }
   if (!sgu.empty()) pc.model.sgu = sgu;
   if (pc.model.arch == "transformer") pc.model.pre_ln = c.transformer_pre_ln;
@@ -145,6 +160,12 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
       cells.push_back({absl::StrCat("gmlp-", size, "-sgu-", v), absl::StrCat("gmlp-sgu-", v),
                        "gmlp", size, v, std::move(pc), false});
     }
+  }
+  // Every cell is checked before any work starts (the study's own keys bound what it sets).
+  for (const CellSpec& cell : cells) {
+    absl::Status st = cell.pretrain.model.Validate();
+    if (st.ok()) st = cell.pretrain.train.Validate();
+    if (!st.ok()) return CellError(c, cell.name, cell.arch, cell.size, st);
   }
   return cells;
 }
@@ -905,9 +926,9 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
 
 absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   GMLP_RETURN_IF_ERROR(config.Validate());
+  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   Progress progress;
   GMLP_RETURN_IF_ERROR(MakeDirs(config.output));
-  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config, cells));
   StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));

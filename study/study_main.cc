@@ -82,6 +82,10 @@ int StudyMain(int argc, char** argv) {
     if (st.ok() && !config_file.empty()) st = study::ApplyStudyConfigFile(config_file, &c);
     if (st.ok()) st = flags.Reapply();
     if (!st.ok()) return Fail(argv[0], st);
+    // What the command line set again is named as its flag in errors.
+    study::StudyConfig::ForEachField(c, [&](const char* name, auto&, const char*) {
+      if (flags.Given(name)) c.origins.SetByFlag(name);
+    });
   }
   auto report = report_only ? study::ReportStudySoFar(c) : study::RunStudy(c);
   if (!report.ok()) return Fail(argv[0], report.status());

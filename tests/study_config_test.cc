@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "study/config.h"
+#include "study/study.h"
 
 namespace gmlp::study {
 namespace {
@@ -105,7 +106,7 @@ TEST(StudyConfigTest, TransformerPositionsNameTheBaseline) {
   EXPECT_EQ(SettingsChanges(StudyConfig().ToJson(), c), "");
   for (const auto& [positions, error] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{}, "--transformer_positions is empty"},
+           {{}, "--transformer_positions= is empty"},
            {{"rope"}, "'rope' is not one of alibi, learned"},
            {{"alibi", "learned", "alibi"}, "names 'alibi' twice"}}) {
     StudyConfig bad;
@@ -172,6 +173,63 @@ TEST(StudyConfigTest, PretrainLrBySize) {
     ASSERT_FALSE(st.ok()) << absl::StrJoin(entries, ",");
     EXPECT_NE(st.message().find(error), std::string::npos) << st;
   }
+}
+
+// A bad value is refused by Validate naming the file and key that set it, or the flag; the
+// pretraining lr is checked even where pretrain_lr_by_size gives every size its own.
+TEST(StudyConfigTest, BadValuesNameTheFileAndKey) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/study_bad_values_", getpid());
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  const std::string path = dir + "/study.json";
+  auto validate = [&](const std::string& text) {
+    EXPECT_TRUE(WriteFileAtomic(path, text).ok());
+    StudyConfig c;
+    absl::Status st = ApplyStudyConfigFile(path, &c);
+    return st.ok() ? c.Validate() : st;
+  };
+  EXPECT_EQ(std::string(validate(R"({"probe_max_sentence_bytes": -80})").message()),
+            path + ": \"probe_max_sentence_bytes\" -80 must be >= 8");
+  EXPECT_EQ(std::string(validate(R"({"sizes": ["tiny"], "pretrain_lr_by_size": ["tiny=0.001"],
+                        "pretrain_lr": -1})")
+                            .message()),
+            path + ": \"pretrain_lr\" -1.0 must be in (0, 1]");
+  EXPECT_EQ(std::string(validate(R"({"sizes": ["tiny"], "pretrain_lr_by_size": ["tiny=0.001"],
+                        "pretrain_lr": 1.8e19})")
+                            .message()),
+            path + ": \"pretrain_lr\" 1.8e+19 must be in (0, 1]");
+  EXPECT_EQ(std::string(validate(R"({"pretrain_lr_by_size": ["tiny=1e300"]})").message()),
+            path + ": \"pretrain_lr_by_size\" [\"tiny=1e300\"]: 'tiny=1e300' is not size=lr with " +
+                "lr in (0, 1] (e.g. mini=0.001)");
+  EXPECT_EQ(std::string(validate(R"({"amlp_attn_sizes": [4611686018427387904]})").message()),
+            path + ": \"amlp_attn_sizes\" [4611686018427387904]: 4611686018427387904 is not in " +
+                "[1, 1048576] (2^20)");
+  StudyConfig flags;  // set by flags (no recorded origin)
+  flags.pretrain_lr = -1;
+  EXPECT_EQ(std::string(flags.Validate().message()), "--pretrain_lr=-1.0 must be in (0, 1]");
+  flags = StudyConfig();
+  flags.seeds = {};
+  EXPECT_EQ(std::string(flags.Validate().message()), "--seeds= is empty");
+  ASSERT_TRUE(RemoveTree(dir).ok());
+}
+
+// --smoke shrinks every cell to d_model 64, which the long run's Transformer-mini (3 heads)
+// cannot divide: the study stops before any work, naming the cell and the settings that made it.
+TEST(StudyConfigTest, AnImpossibleCellIsNamedWithItsSources) {
+  const std::string config = GMLP_SOURCE_DIR "/study/configs/cpu-3h.json";
+  StudyConfig c;
+  ASSERT_TRUE(ApplyStudyPreset("smoke", &c).ok());
+  ASSERT_TRUE(ApplyStudyConfigFile(config, &c).ok());
+  c.output = absl::StrCat(::testing::TempDir(), "/study_impossible_cell_", getpid());
+  c.data_dir = "/nonexistent";
+  auto report = RunStudy(c);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(std::string(report.status().message()),
+            "cell transformer-mini (arch transformer, size mini; from \"archs\" "
+            "[\"transformer\",\"gmlp\",\"amlp\"] (" +
+                config + "), \"sizes\" [\"tiny\",\"mini\"] (" + config +
+                "), \"model_overrides\" \"n_layers=1,d_model=64,d_ffn=128\" (--smoke)): encoder "
+                "config: d_model (64) must be divisible by n_heads (3)");
+  EXPECT_FALSE(PathExists(c.output));  // nothing was started
 }
 
 }  // namespace
