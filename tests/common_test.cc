@@ -153,7 +153,7 @@ TEST(Process, DefaultThreadsFollowAffinityAndLocalRanks) {
 // Every config struct reads its integer, bool and number fields through FieldsFromJson: a value
 // must fit the field exactly. nlohmann's get_to truncated 1.5, wrapped 2^63 to a negative step
 // count and converted 3e37 to an integer (undefined behaviour; found by
-// tests/fuzz/train_config_fuzz).
+// tests/fuzz/train_config_fuzz). A whole number written with an exponent is an integer.
 struct Fields {
   int32_t threads = 1;
   int64_t steps = 1;
@@ -182,18 +182,19 @@ TEST(FieldJson, ValuesMustFitTheFieldExactly) {
   EXPECT_EQ(f.lr, 3.0);
   EXPECT_TRUE(f.bf16);
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {R"({"steps": 3e37})", "key \"steps\" has 3e+37, not an integer in ["},
-      {R"({"steps": 1.5})", "key \"steps\" has 1.5, not an integer"},
+      {R"({"steps": 3e37})",
+       "\"steps\" is 3e+37, out of range for an integer (-9223372036854775808"},
+      {R"({"steps": 1.5})", "\"steps\" is 1.5; expected an integer"},
       {R"({"steps": 9223372036854775808})",
-       "key \"steps\" has 9223372036854775808, not an integer"},
+       "\"steps\" is 9223372036854775808, out of range for an integer"},
       {R"({"threads": 2147483648})",
-       "key \"threads\" has 2147483648, not an integer in "
-       "[-2147483648, 2147483647]"},
-      {R"({"seed": -1})", "key \"seed\" has -1, not an integer in [0, "},
-      {R"({"bf16": 1})", "key \"bf16\" has 1, not true or false"},
-      {R"({"lr": "1e-3"})", "key \"lr\" has \"1e-3\", not a number"},
-      {R"({"steps": true})", "key \"steps\" has true, not an integer"},
+       "\"threads\" is 2147483648, out of range for an integer (-2147483648 to 2147483647)"},
+      {R"({"seed": -1})", "\"seed\" is -1; expected a whole number >= 0"},
+      {R"({"bf16": 1})", "\"bf16\" is 1; expected true or false"},
+      {R"({"lr": "1e-3"})", "\"lr\" is \"1e-3\"; expected a number"},
+      {R"({"steps": true})", "\"steps\" is true; expected an integer"},
   };
+
   for (const auto& [text, says] : refused) {
     const absl::Status st = FieldsFromJson(nlohmann::json::parse(text), "c.json", &f);
     EXPECT_TRUE(absl::IsInvalidArgument(st)) << text;
@@ -201,6 +202,8 @@ TEST(FieldJson, ValuesMustFitTheFieldExactly) {
   }
   // Built in C++ rather than parsed: a positive int64 too large for an int32 field.
   EXPECT_FALSE(FieldsFromJson(nlohmann::json{{"threads", int64_t{1} << 40}}, "c", &f).ok());
+  ASSERT_TRUE(FieldsFromJson(nlohmann::json::parse(R"({"steps": 1.28e2})"), "c", &f).ok());
+  EXPECT_EQ(f.steps, 128);
 }
 
 }  // namespace gmlp
