@@ -30,16 +30,8 @@ PACKAGES=(
   libtorch-dev python3-torch
 )
 ((CUDA)) && PACKAGES+=(python3-venv)
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/packages.sh
+install_missing_packages "${PACKAGES[@]}"
 
 EXTRA_ARGS=()
 if ((CUDA)); then
