@@ -3,8 +3,10 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "common/field_json.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -12,6 +14,16 @@
 
 namespace gmlp::data {
 namespace {
+
+// The integer at `key` of `j`. nlohmann's get<int64_t> converts any number, and one out of
+// int64's range (a 120-digit vocab_size, parsed as a double) is undefined behaviour: found by
+// tests/fuzz/manifest_fuzz. Throws std::invalid_argument naming the key; FromJson reports it.
+int64_t IntAt(const nlohmann::json& j, const char* key) {
+  int64_t out = 0;
+  const std::string problem = ReadJsonValue(j.at(key), &out);
+  if (!problem.empty()) throw std::invalid_argument(absl::StrCat("\"", key, "\"", problem));
+  return out;
+}
 
 std::string EncodeBitmap(const std::vector<bool>& bits) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -98,7 +110,7 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
   const std::string fix = "re-run `gmlp prepare` to rewrite it";
   try {
     Manifest m;
-    m.format_version = j.at("format_version").get<int64_t>();
+    m.format_version = IntAt(j, "format_version");
     if (m.format_version != kManifestFormatVersion) {
       return absl::FailedPreconditionError(
           absl::StrCat(source, ": manifest format_version ", m.format_version, ", this gmlp reads ",
@@ -106,9 +118,9 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     }
     m.tokenizer = j.at("tokenizer").get<std::string>();
     m.tokenizer_checksum = j.at("tokenizer_checksum").get<std::string>();
-    m.vocab_size = j.at("vocab_size").get<int64_t>();
-    m.seq_len = j.at("seq_len").get<int64_t>();
-    m.token_bytes = j.at("token_bytes").get<int64_t>();
+    m.vocab_size = IntAt(j, "vocab_size");
+    m.seq_len = IntAt(j, "seq_len");
+    m.token_bytes = IntAt(j, "token_bytes");
     if (m.vocab_size <= 0 || m.seq_len < 2) {
       return absl::DataLossError(absl::StrCat(source, ": vocab_size ", m.vocab_size,
                                               " and seq_len ", m.seq_len,
@@ -122,10 +134,10 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     if (j.contains("part")) m.part = j.at("part").get<std::string>();
     m.flags = j.value("flags", nlohmann::json::object());
     const nlohmann::json& totals = j.at("totals");
-    m.documents = totals.at("documents").get<int64_t>();
-    m.valid_documents = totals.at("valid_documents").get<int64_t>();
-    m.input_bytes = totals.at("input_bytes").get<int64_t>();
-    m.invalid_utf8_lines = totals.at("invalid_utf8_lines").get<int64_t>();
+    m.documents = IntAt(totals, "documents");
+    m.valid_documents = IntAt(totals, "valid_documents");
+    m.input_bytes = IntAt(totals, "input_bytes");
+    m.invalid_utf8_lines = IntAt(totals, "invalid_utf8_lines");
     std::map<std::string, size_t> index_of_file;
     for (const nlohmann::json& s : j.at("shards")) {
       const size_t i = m.shards.size();
@@ -133,7 +145,7 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
       ShardEntry e;
       try {
         e = ShardEntry::FromJson(s);
-      } catch (const nlohmann::json::exception& err) {
+      } catch (const std::exception& err) {
         return absl::DataLossError(
             absl::StrCat(where, " is malformed (", err.what(), "): ", s.dump(), "; ", fix));
       }
@@ -181,8 +193,8 @@ ShardEntry ShardEntry::FromJson(const nlohmann::json& j) {
   ShardEntry e;
   e.file = j.at("file").get<std::string>();
   e.split = j.at("split").get<std::string>();
-  e.num_sequences = j.at("num_sequences").get<int64_t>();
-  e.num_tokens = j.at("num_tokens").get<int64_t>();
+  e.num_sequences = IntAt(j, "num_sequences");
+  e.num_tokens = IntAt(j, "num_tokens");
   e.checksum = j.at("checksum").get<std::string>();
   return e;
 }

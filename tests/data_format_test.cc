@@ -311,6 +311,19 @@ TEST(Manifest, BadShardEntriesAreRefusedNamingTheField) {
   j = ValidManifestJson();
   j["shards"][1].erase("checksum");
   EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1] is malformed"));
+  // Numbers an int64 cannot hold, or with a fraction: get<int64_t> converted them (3e120 is
+  // undefined behaviour; found by tests/fuzz/manifest_fuzz).
+  j = ValidManifestJson();
+  j["vocab_size"] = 3e120;
+  EXPECT_THAT(refused(j), HasSubstr(path + ": malformed manifest (\"vocab_size\" is 3e+120, out "
+                                           "of range for an integer"));
+  j = ValidManifestJson();
+  j["seq_len"] = 8.5;
+  EXPECT_THAT(refused(j), HasSubstr("\"seq_len\" is 8.5; expected an integer"));
+  j = ValidManifestJson();
+  j["shards"][0]["num_tokens"] = 1e30;
+  EXPECT_THAT(refused(j), HasSubstr(path + ": shards[0] is malformed (\"num_tokens\" is 1e+30, out "
+                                           "of range"));
   j = ValidManifestJson();
   j["token_bytes"] = 4;
   EXPECT_THAT(refused(j),
