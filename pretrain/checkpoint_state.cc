@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/field_json.h"
 
 namespace gmlp::pretrain {
 namespace {
@@ -25,12 +26,11 @@ absl::StatusOr<int64_t> Integer(const nlohmann::json& object, const char* key, i
     if (!required) return fallback;
     return Malformed(path, shown_key, absl::StrCat("an integer >= ", min), nullptr);
   }
-  const bool integer = it->is_number_integer() &&
-                       (it->is_number_unsigned() ? it->get<uint64_t>() <= INT64_MAX : true);
-  if (!integer || it->get<int64_t>() < min) {
+  int64_t value = 0;
+  if (!ReadJsonValue(*it, &value).empty() || value < min) {
     return Malformed(path, shown_key, absl::StrCat("an integer >= ", min), &*it);
   }
-  return it->get<int64_t>();
+  return value;
 }
 
 }  // namespace

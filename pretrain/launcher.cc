@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -73,19 +72,6 @@ std::string DescribeExit(int status) {
   return "stopped";
 }
 
-}  // namespace
-
-bool IsSpawnedRank() {
-  const char* v = std::getenv(kSpawnedEnv);
-  return v != nullptr && *v != '\0';
-}
-
-namespace {
-
-// A stop signal the launcher received, to forward to its ranks (0: none).
-std::atomic<int> g_forward{0};
-void OnLauncherSignal(int signal) { g_forward.store(signal); }
-
 // How one start of the group ended.
 enum class GroupEnd { kDone, kPreempted, kFailed };
 
@@ -128,17 +114,17 @@ GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kGrace = std::chrono::seconds(10);
   std::optional<Clock::time_point> kill_at;  // set once a rank failed
-  int alive = nproc, forwarded = 0;
-  bool failed = false, preempted = false;
+  int alive = nproc;
+  bool failed = false, preempted = false, forwarded = false;
   auto signal_all = [&](int signal) {
     for (pid_t p : pids) {
       if (p > 0) ::kill(p, signal);
     }
   };
   while (alive > 0) {
-    if (const int sig = g_forward.load(); sig != 0 && sig != forwarded) {
+    if (const int sig = StopSignal(); sig != 0 && !forwarded) {
       signal_all(sig);
-      forwarded = sig;
+      forwarded = true;
     }
     if (kill_at && Clock::now() >= *kill_at) {
       signal_all(SIGKILL);
@@ -175,17 +161,18 @@ GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
 
 }  // namespace
 
+bool IsSpawnedRank() {
+  const char* v = std::getenv(kSpawnedEnv);
+  return v != nullptr && *v != '\0';
+}
+
 int SpawnLocalRanks(int nproc, int max_restarts) {
   const std::vector<std::string> args = OwnCommandLine();
   if (args.empty()) {
     std::fprintf(stderr, "gmlp pretrain: error: cannot read /proc/self/cmdline to spawn ranks\n");
     return 1;
   }
-  struct sigaction action {};
-  action.sa_handler = OnLauncherSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (int signal : {SIGTERM, SIGUSR1, SIGINT}) sigaction(signal, &action, nullptr);
+  InstallStopSignalHandlers({SIGTERM, SIGUSR1, SIGINT});
   for (int restart = 0;; ++restart) {
     switch (RunGroup(args, nproc)) {
       case GroupEnd::kDone:
@@ -195,7 +182,7 @@ int SpawnLocalRanks(int nproc, int max_restarts) {
       case GroupEnd::kFailed:
         break;
     }
-    if (restart >= max_restarts || g_forward.load() != 0) return 1;
+    if (restart >= max_restarts || StopSignal() != 0) return 1;
     std::fprintf(stderr,
                  "gmlp pretrain: restarting the %d ranks (restart %d of --max_restarts=%d); they "
                  "continue from the last checkpoint\n",

@@ -17,13 +17,12 @@ void OnStopSignal(int signal) {
 
 }  // namespace
 
-void InstallStopSignalHandlers() {
+void InstallStopSignalHandlers(std::initializer_list<int> signals) {
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGUSR1, &action, nullptr);
+  for (int signal : signals) sigaction(signal, &action, nullptr);
 }
 
 int StopSignal() { return g_stop_signal.load(std::memory_order_relaxed); }

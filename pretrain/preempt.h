@@ -6,16 +6,20 @@
 #ifndef GMLP_PRETRAIN_PREEMPT_H_
 #define GMLP_PRETRAIN_PREEMPT_H_
 
+#include <csignal>
+#include <initializer_list>
+
 namespace gmlp::pretrain {
 
 // EX_TEMPFAIL (sysexits.h): "temporary failure; the user is invited to retry". A preempted run
 // that wrote its checkpoint exits with it, so a job script can tell it from a failure (1).
 inline constexpr int kExitPreempted = 75;
 
-// Installs the SIGTERM and SIGUSR1 handlers (SA_RESTART: blocking calls carry on). Idempotent.
-void InstallStopSignalHandlers();
+// Installs the handler for `signals` (SA_RESTART: blocking calls carry on). Idempotent. The
+// `--nproc` launcher also takes SIGINT, to pass it on to its ranks.
+void InstallStopSignalHandlers(std::initializer_list<int> signals = {SIGTERM, SIGUSR1});
 
-// The signal that asked this process to stop (SIGTERM or SIGUSR1), or 0 when none did.
+// The first signal that asked this process to stop, or 0 when none did.
 int StopSignal();
 
 // Tests: as if `signal` had arrived (0 clears).

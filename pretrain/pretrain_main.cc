@@ -1,6 +1,5 @@
 // `gmlp pretrain`: MLM-pretrains an encoder on shards from `gmlp prepare`, on 1..N ranks.
 // Flags only; the work is in run.cc (RunPretraining) and trainer.cc.
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -10,7 +9,6 @@
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "pretrain/config.h"
-#include "pretrain/dist.h"
 #include "pretrain/launcher.h"
 #include "pretrain/preempt.h"
 #include "pretrain/run.h"
@@ -92,13 +90,8 @@ int PretrainMain(int argc, char** argv) {
   }
   pretrain::InstallStopSignalHandlers();
   absl::Status st = pretrain::RunPretraining(*std::move(config), resume);
-  if (absl::IsCancelled(st)) {  // preempted, with a checkpoint: one line, from rank 0
-    auto env = pretrain::DistEnvFromEnvironment();
-    if (env.ok() && env->rank == 0) {
-      std::fprintf(stderr, "gmlp %s: %s\n", argv[0], std::string(st.message()).c_str());
-    }
-    return pretrain::kExitPreempted;
-  }
+  // Preempted: RunPretraining has written the checkpoint and said so.
+  if (absl::IsCancelled(st)) return pretrain::kExitPreempted;
   if (!st.ok()) return Fail(argv[0], st);
   return 0;
 }

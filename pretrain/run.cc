@@ -203,7 +203,11 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   // whether the ranks came from --nproc, torchrun, srun or variables set by hand.
   try {
     GMLP_RETURN_IF_ERROR(trainer.Init(resume_from));
-    return trainer.Run();
+    absl::Status st = trainer.Run();
+    if (absl::IsCancelled(st) && rank0) {  // preempted, with a checkpoint: one line, from rank 0
+      std::fprintf(stderr, "gmlp pretrain: %s\n", std::string(st.message()).c_str());
+    }
+    return st;
   } catch (const std::exception& e) {
     if (env.world_size <= 1) throw;
     return absl::UnavailableError(absl::StrCat(

@@ -45,7 +45,7 @@ absl::Status CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now
 // run (CheckSameRun), so re-running a killed or preempted command continues it, and a job
 // restarted by its launcher (torchrun --max-restarts, --nproc --max_restarts) picks up where it
 // stopped. Rank 0 prints the resolved config to stderr. A preempted run returns Cancelled
-// after writing its checkpoint (preempt.h).
+// after writing its checkpoint (preempt.h), rank 0 having printed the status's line.
 absl::Status RunPretraining(PretrainConfig config, ResumeMode resume = ResumeMode::kAuto);
 
 }  // namespace gmlp::pretrain
