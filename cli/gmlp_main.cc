@@ -25,6 +25,8 @@ constexpr Subcommand kSubcommands[] = {
     {"pretrain", gmlp::cli::PretrainMain, "MLM-pretrain an encoder on shards (1..N ranks)"},
     {"finetune", gmlp::cli::FinetuneMain, "finetune a pretrained encoder on a GLUE-style task"},
     {"predict", gmlp::cli::PredictMain, "label sentences with a finetuned model"},
+    {"export", gmlp::cli::ExportMain,
+     "write a model as safetensors + config + tokenizer (gmlp layout or Hugging Face BERT)"},
     {"study", gmlp::cli::StudyMain, "run the accuracy-vs-parameters study end to end"},
     {"probe", gmlp::cli::ProbeMain,
      "write the alignment probe (aligned and shifted pair tasks) from a held-out corpus slice"},

@@ -10,6 +10,7 @@ int PrepareMain(int argc, char** argv);    // data/prepare_main.cc
 int PretrainMain(int argc, char** argv);   // pretrain/pretrain_main.cc
 int FinetuneMain(int argc, char** argv);   // finetune/finetune_main.cc
 int PredictMain(int argc, char** argv);    // finetune/predict_main.cc
+int ExportMain(int argc, char** argv);     // export/export_main.cc
 int StudyMain(int argc, char** argv);      // study/study_main.cc
 int ProbeMain(int argc, char** argv);      // study/probe_main.cc
 

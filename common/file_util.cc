@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace gmlp {
 
@@ -164,6 +165,22 @@ std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a_slash && b_slash) return absl::StrCat(a, b.substr(1));
   if (a_slash || b_slash) return absl::StrCat(a, b);
   return absl::StrCat(a, "/", b);
+}
+
+std::string Dirname(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+absl::Status ReplaceDirectory(const std::string& tmp, const std::string& dir) {
+  const std::string old = absl::StrCat(dir, ".old.", ::getpid());
+  if (PathExists(dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(dir, old));
+  GMLP_RETURN_IF_ERROR(RenameAtomic(tmp, dir));
+  if (PathExists(old)) GMLP_RETURN_IF_ERROR(RemoveTree(old));
+  return absl::OkStatus();
 }
 
 std::string ExecutableDir() {

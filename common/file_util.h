@@ -53,6 +53,13 @@ absl::Status CopyFile(const std::string& from, const std::string& to);
 
 // Joins two path components with exactly one '/'.
 std::string JoinPath(absl::string_view a, absl::string_view b);
+// The directory part of `path` ("a/b/c" -> "a/b", "c" -> ".").
+std::string Dirname(const std::string& path);
+
+// Puts the complete directory `tmp` at `dir`: a directory already at `dir` is moved aside, `tmp`
+// renamed into place, the old one removed. A crash leaves either the old or the new directory at
+// `dir` (or `dir` absent with the old one beside it), never a partial one.
+absl::Status ReplaceDirectory(const std::string& tmp, const std::string& dir);
 
 // The directory holding the running executable (from /proc/self/exe).
 std::string ExecutableDir();

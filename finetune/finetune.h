@@ -22,7 +22,7 @@ struct FinetuneJob {
   // task specs resolve their relative file names against it.
   std::string data_root = "../shared/data";
   std::string data_dir;   // overrides the folder above (GLUE) or data_root (task spec)
-  std::string init;       // `gmlp pretrain` output or checkpoint directory
+  std::string init;       // `gmlp pretrain` output or checkpoint, or exported weights
   std::string preset;     // only without init: train from scratch (loudly warned)
   std::string tokenizer;  // only without init: the SentencePiece .model to tokenize with
   std::string output = "runs/finetune";
@@ -63,7 +63,9 @@ struct FinetuneJob {
     visit("data_dir", self.data_dir,
           "overrides the task's folder (GLUE) or --data_root (task spec)");
     visit("init", self.init,
-          "pretrained encoder: a `gmlp pretrain` output or checkpoint directory");
+          "pretrained encoder: a `gmlp pretrain` output or checkpoint directory, or exported "
+          "weights (a `gmlp export` folder, a .safetensors file it wrote, a Hugging Face BERT "
+          "folder with gmlp's tokenizer.model)");
     visit("preset", self.preset,
           "only without --init: finetune a randomly initialized encoder of this preset");
     visit("tokenizer", self.tokenizer,

@@ -39,11 +39,7 @@ absl::Status SaveFinetunedModel(const std::string& dir, const model::SequenceCla
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(tmp, kTaskJson), task_json.dump(2) + "\n"));
   GMLP_ASSIGN_OR_RETURN(std::string tok, ReadFile(tokenizer_path));
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(tmp, kTokenizerModel), tok));
-  const std::string old = absl::StrCat(dir, ".old.", ::getpid());
-  if (PathExists(dir)) GMLP_RETURN_IF_ERROR(RenameAtomic(dir, old));
-  GMLP_RETURN_IF_ERROR(RenameAtomic(tmp, dir));
-  if (PathExists(old)) GMLP_RETURN_IF_ERROR(RemoveTree(old));
-  return absl::OkStatus();
+  return ReplaceDirectory(tmp, dir);
 }
 
 absl::StatusOr<FinetunedModel> LoadFinetunedModel(const std::string& path) {

@@ -74,6 +74,11 @@ int PretrainMain(int argc, char** argv) {
   if (max_restarts < 0) {
     return Fail(argv[0], absl::InvalidArgumentError("--max_restarts must be >= 0"));
   }
+  if (flags.Given("init") && (flags.Given("preset") || flags.Given("model_overrides"))) {
+    return Fail(argv[0], absl::InvalidArgumentError(
+                             "--init takes the architecture from the exported weights: drop "
+                             "--preset and --model_overrides (or drop --init to start afresh)"));
+  }
   if (flags.Given("preset")) sources.preset = preset;
   const nlohmann::json train_json = train.ToJson();
   for (const auto& [key, value] : train_json.items()) {

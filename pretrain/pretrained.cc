@@ -5,12 +5,28 @@
 #include "common/json_file.h"
 #include "common/status.h"
 #include "model/serialize.h"
+#include "model/weights_folder.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/checkpoint_state.h"
 
 namespace gmlp::pretrain {
 
 absl::StatusOr<PretrainedEncoder> LoadPretrainedEncoder(const std::string& path) {
+  if (model::IsWeightsPath(path)) {  // `gmlp export`'s folders and files, HF BERT folders
+    GMLP_ASSIGN_OR_RETURN(model::InitWeights w, model::ReadInitWeights(path));
+    if (w.tokenizer_path.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          path,
+          " has no tokenizer.model: gmlp needs the SentencePiece model the weights' ids come "
+          "from (`gmlp export` writes it into the folder; put it there)"));
+    }
+    PretrainedEncoder out;
+    out.config = w.config;
+    out.encoder = model::MakeEncoder(out.config);
+    GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*out.encoder, w.file, "encoder."));
+    out.tokenizer_path = w.tokenizer_path;
+    return out;
+  }
   GMLP_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpoint(path));
   const std::string config_path = JoinPath(dir, kConfigFile);
   GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,

@@ -19,8 +19,9 @@ struct PretrainedEncoder {
   int64_t step = 0;
 };
 
-// `path` is a checkpoint directory, or a run's output directory (then its newest complete
-// checkpoint is used).
+// `path` is a checkpoint directory, a run's output directory (then its newest complete
+// checkpoint is used), or exported weights (model::ReadInitWeights: a `gmlp export` folder in
+// either format, a .safetensors file gmlp wrote, an HF BERT folder with gmlp's tokenizer.model).
 absl::StatusOr<PretrainedEncoder> LoadPretrainedEncoder(const std::string& path);
 
 }  // namespace gmlp::pretrain

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iterator>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -15,6 +17,7 @@
 #include "model/flops.h"
 #include "model/heads.h"
 #include "model/serialize.h"
+#include "model/weights_folder.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/dist.h"
 #include "pretrain/trainer.h"
@@ -94,6 +97,39 @@ torch::Device TrainingDevice(const DistEnv& env) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % gpus));
 }
 
+namespace {
+
+// The weights of --init, checked against the shards it will train on: the same vocabulary (and
+// tokenizer, when the folder has one) and sequence length.
+absl::StatusOr<model::InitWeights> InitFrom(const std::string& path, const data::Manifest& manifest,
+                                            const std::string& shard_dir) {
+  GMLP_ASSIGN_OR_RETURN(model::InitWeights init, model::ReadInitWeights(path));
+  const std::string manifest_path = JoinPath(shard_dir, data::kManifestFile);
+  if (init.config.vocab_size != manifest.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init=", path, " has vocab_size ", init.config.vocab_size, " but ",
+                     manifest_path, " has ", manifest.vocab_size,
+                     ": prepare the shards with the tokenizer.model of the export"));
+  }
+  if (init.config.max_seq_len != manifest.seq_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init=", path, " has max_seq_len ", init.config.max_seq_len, " but ",
+                     manifest_path, " has seq_len ", manifest.seq_len,
+                     ": prepare the shards with --seq_len=", init.config.max_seq_len));
+  }
+  if (!init.tokenizer_path.empty()) {
+    GMLP_ASSIGN_OR_RETURN(const std::string checksum, FileChecksum(init.tokenizer_path));
+    if (checksum != manifest.tokenizer_checksum) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--init=", path, ": its tokenizer.model is not the tokenizer ", manifest_path,
+          " was prepared with (checksums differ): the ids would mean other pieces"));
+    }
+  }
+  return init;
+}
+
+}  // namespace
+
 absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
   const bool rank0 = env.rank == 0;
@@ -108,6 +144,11 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
                         data::ReadManifest(JoinPath(tc.shard_dir, data::kManifestFile)));
   config.model.vocab_size = manifest.vocab_size;
   config.model.max_seq_len = manifest.seq_len;
+  std::optional<model::InitWeights> init;
+  if (!tc.init.empty()) {
+    GMLP_ASSIGN_OR_RETURN(init, InitFrom(tc.init, manifest, tc.shard_dir));
+    config.model = init->config;
+  }
 
   std::string resume_from;
   if (resume == ResumeMode::kNever) {
@@ -176,6 +217,19 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   // Every rank builds the same initial weights; rank 0's are broadcast anyway.
   torch::manual_seed(tc.seed);
   model::MlmModel mlm(config.model);
+  if (init && resume_from.empty()) {
+    const bool head = init->kind == model::kKindMlm;
+    if (head) {
+      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm, init->file));
+    } else {
+      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm->encoder(), init->file, "encoder."));
+    }
+    if (rank0) {
+      std::fprintf(stderr, "gmlp pretrain: initialized from %s (%s format): encoder%s\n",
+                   tc.init.c_str(), init->format.c_str(),
+                   head ? " and MLM head" : "; the MLM head starts fresh (a classifier's export)");
+    }
+  }
   const torch::Device device = TrainingDevice(env);
   mlm->to(device);
   if (rank0 && !device.is_cpu()) {

@@ -20,6 +20,10 @@ struct TrainConfig {
   // Data and output.
   std::string shard_dir;                  // directory with manifest.json from `gmlp prepare`
   std::string out_dir = "runs/pretrain";  // checkpoints/, metrics.jsonl, config.json
+  // Exported weights to start from (a `gmlp export` folder, a .safetensors file gmlp wrote, or a
+  // Hugging Face BERT folder): the encoder's architecture and weights come from it, the MLM head
+  // too when it has one; the optimizer starts fresh. "" = random init from the preset.
+  std::string init;
 
   // Batch: global_batch = micro_batch x accumulation steps x world size (sequences per step).
   int64_t global_batch = 32;
@@ -64,6 +68,10 @@ struct TrainConfig {
   static void ForEachField(Self& self, Visit&& visit) {
     visit("shard_dir", self.shard_dir, "Directory with manifest.json written by `gmlp prepare`.");
     visit("out_dir", self.out_dir, "Output: config.json, metrics.jsonl, checkpoints/step_NNNNNN/.");
+    visit("init", self.init,
+          "Start from exported weights (a `gmlp export` folder, a .safetensors file it wrote, or "
+          "a Hugging Face BERT folder): architecture and weights from there, fresh optimizer. "
+          "Empty: random init from --preset.");
     visit("global_batch", self.global_batch,
           "Sequences per optimizer step over all ranks (= micro_batch x accumulation x ranks).");
     visit("micro_batch", self.micro_batch, "Sequences per rank per forward/backward.");

@@ -29,21 +29,12 @@ PACKAGES=(
   nlohmann-json3-dev libopenblas0-openmp zlib1g-dev liblzma-dev gnuplot-nox
   libtorch-dev python3-torch
 )
-((CUDA)) && PACKAGES+=(python3-venv)
 source scripts/packages.sh
 install_missing_packages "${PACKAGES[@]}"
 
 EXTRA_ARGS=()
 if ((CUDA)); then
-  TORCH_VERSION=2.11.0
-  VENV=${GMLP_TORCH_VENV:-/var/cache/gmlp/torch-$TORCH_VERSION}
-  have=$("$VENV/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
-  if [[ $have != "$TORCH_VERSION"+* && $have != "$TORCH_VERSION" ]]; then
-    echo "setup: installing torch==$TORCH_VERSION into $VENV (about 2.7 GB, once per machine)"
-    mkdir -p "$(dirname "$VENV")"
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION"
-  fi
+  VENV=$(bash scripts/python_env.sh)
   if ! command -v nvcc >/dev/null; then
     [[ -x /usr/local/cuda/bin/nvcc ]] || {
       echo "setup: --cuda needs the CUDA toolkit (nvcc): install CUDA 13.0 or put nvcc on PATH" >&2

@@ -8,5 +8,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 if [[ $BUILD_DIR == build && ${GMLP_FUZZ:-1} != 0 ]]; then
   bash scripts/fuzz.sh
 fi
+# The Python side of the tests (torchrun, safetensors and transformers readers, python/): the torch
+# 2.11 environment; the tests that need it find it there (or at $GMLP_TORCH_VENV).
+bash scripts/python_env.sh >/dev/null
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "${CTEST_JOBS:-1}" "$@"
