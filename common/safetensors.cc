@@ -59,7 +59,9 @@ absl::StatusOr<SafetensorsLayout> ParseSafetensors(absl::string_view file,
   SafetensorsLayout layout;
   layout.data_start = 8 + n;
   const uint64_t data_size = file.size() - layout.data_start;
-  for (const auto& [name, value] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& value = item.value();
     if (name == "__metadata__") {
       if (!value.is_object()) return corrupt("__metadata__ is not an object");
       for (const auto& [key, text] : value.items()) {

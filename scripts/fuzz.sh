@@ -15,7 +15,11 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 source scripts/packages.sh
 install_missing_packages clang libclang-rt-14-dev
 cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build build-fuzz -j "$(nproc)" >/dev/null
+if ! cmake --build build-fuzz -j "$(nproc)" >build-fuzz/build.log 2>&1; then
+  grep -E "error|Error" -A4 build-fuzz/build.log | head -40
+  echo "fuzz: the fuzz targets do not build (build-fuzz/build.log)" >&2
+  exit 1
+fi
 
 targets=("$@")
 if ((${#targets[@]} == 0)); then
