@@ -16,6 +16,7 @@
 #include "common/json_file.h"
 #include "common/status.h"
 #include "common/version.h"
+#include "export/hf_tokenizer.h"
 #include "finetune/saved_model.h"
 #include "model/arch.h"
 #include "model/encoder.h"
@@ -77,10 +78,10 @@ std::string Card(const ExportSource& s, const nlohmann::ordered_json& config_jso
   for (const auto& [key, value] : s.trained.items()) {
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     if (value.is_object() && value.contains("eval_loss")) {
-      text = absl::StrFormat("%.4f nats (perplexity %.1f, accuracy %.3f) at step %d",
-                             value["eval_loss"].get<double>(),
-                             value["eval_perplexity"].get<double>(),
-                             value["eval_accuracy"].get<double>(), value["step"].get<int64_t>());
+      text =
+          absl::StrFormat("%.4f nats (perplexity %.1f, accuracy %.3f) at step %d",
+                          value["eval_loss"].get<double>(), value["eval_perplexity"].get<double>(),
+                          value["eval_accuracy"].get<double>(), value["step"].get<int64_t>());
     }
     absl::StrAppend(&card, "| ", key, " | ", text, " |\n");
   }
@@ -232,6 +233,11 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
     GMLP_RETURN_IF_ERROR(
         WriteFileAtomic(JoinPath(tmp, model::kWeightsConfigFile), config.dump(2) + "\n"));
     GMLP_RETURN_IF_ERROR(CopyFile(s.tokenizer_path, JoinPath(tmp, model::kWeightsTokenizerFile)));
+    if (format == "hf") {  // the same tokenizer for AutoTokenizer, cutting where the model does
+      const int64_t max_len =
+          s.task.contains("max_len") ? s.task["max_len"].get<int64_t>() : s.config.max_seq_len;
+      GMLP_RETURN_IF_ERROR(WriteHfTokenizerFiles(s.tokenizer_path, tmp, max_len));
+    }
     GMLP_RETURN_IF_ERROR(
         WriteFileAtomic(JoinPath(tmp, kCardFile), Card(s, config, dtype, format, output)));
     return ReplaceDirectory(tmp, output);

@@ -29,6 +29,7 @@
 #include "pretrain/pretrained.h"
 #include "tests/pretrain_test_util.h"
 #include "tests/subprocess_test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gmlp {
 namespace {
@@ -418,12 +419,22 @@ TEST_F(ExportTest, HfBertLoadsInTransformersWithGmlpsLogits) {
                                                  {"attention_mask", in.pad_mask.to(torch::kLong)},
                                                  {"logits", logits}})
                   .ok());
-  const Output o = RunCommand({python, kSource + "/tests/python/hf_bert_check.py", out, expected},
-                              out + ".check.log");
+  const std::string text = "Call me Ishmael. Some years ago, never mind how long precisely!";
+  const Output o =
+      RunCommand({python, kSource + "/tests/python/hf_bert_check.py", out, expected, text},
+                 out + ".check.log");
   ASSERT_EQ(o.code, 0) << o.text;
   const nlohmann::json r = LastJsonLine(o.text);
   ASSERT_TRUE(r.is_object()) << o.text;
   EXPECT_EQ(r["class"], "BertForMaskedLM");
+  // AutoTokenizer loads the folder's tokenizer and gives gmlp's ids: [CLS] text [SEP].
+  auto tok = tokenizer::Tokenizer::Load(out + "/tokenizer.model");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::vector<int32_t> ids = {tokenizer::kClsId};
+  ASSERT_TRUE((*tok)->Encode(text, &ids).ok());
+  ids.push_back(tokenizer::kSepId);
+  EXPECT_EQ(r["input_ids"], nlohmann::json(ids)) << o.text;
+  EXPECT_EQ(r["token_type_ids"], nlohmann::json(std::vector<int>(ids.size(), 0)));
   EXPECT_EQ(r["missing"], nlohmann::json::array()) << o.text;
   EXPECT_EQ(r["unexpected"], nlohmann::json::array()) << o.text;
   EXPECT_EQ(r["mismatched"], nlohmann::json::array()) << o.text;
