@@ -15,8 +15,10 @@ source scripts/packages.sh
 install_missing_packages python3-venv
 
 TORCH_VERSION=2.11.0
-# Pinned: the versions the tests were written against (PyPI, 2026-12).
-READERS=(safetensors==0.8.0 transformers==5.25.0)
+# Pinned: the versions the tests were written against (PyPI, 2026-12). sentencepiece: gmlp.Tokenizer
+# (python/). wheel: `pip install --no-build-isolation ./python` builds with the venv's setuptools
+# 65.5, whose bdist_wheel comes from wheel <= 0.44 (0.45 on defer to setuptools >= 70.1).
+READERS=(safetensors==0.8.0 transformers==5.25.0 sentencepiece==0.2.3 wheel==0.44.0)
 VENV=${GMLP_TORCH_VENV:-/var/cache/gmlp/torch-$TORCH_VERSION}
 PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
 
