@@ -6,3 +6,9 @@ gmlp_add_test(NAME export_test
   LIBS gmlp::export gmlp_export_core gmlp::finetune gmlp_finetune_core gmlp::pretrain gmlp::data
        gmlp::model gmlp::tokenizer
   TORCH)
+# The PyTorch twin (python/, installed into the same venv by scripts/python_env.sh) against gmlp:
+# every encoder's export through tests/python/twin_check.py, and an SST-2 classifier.
+gmlp_add_test(NAME export_twin_test
+  SOURCES export_twin_test.cc
+  LIBS gmlp::export gmlp::finetune gmlp::model
+  TORCH)
