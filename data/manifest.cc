@@ -152,6 +152,10 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
       std::string bad;
       if (e.file.empty()) {
         bad = ".file is empty";
+      } else if (e.file.find('/') != std::string::npos || e.file == "." || e.file == "..") {
+        // Shards live beside their manifest: a path could read (or, on resume, overwrite)
+        // files elsewhere.
+        bad = absl::StrCat(".file \"", e.file, "\" is not a file name in the shard directory");
       } else if (e.split != "train" && e.split != "valid") {
         bad = absl::StrCat(".split is \"", e.split, "\", not train or valid");
       } else if (e.num_sequences < 0 ||

@@ -1,10 +1,8 @@
 // `gmlp export` (see export.h).
 #include "export/export.h"
 
-#include <torch/version.h>
 #include <unistd.h>
 
-#include <ctime>
 #include <fstream>
 #include <map>
 
@@ -22,6 +20,7 @@
 #include "model/encoder.h"
 #include "model/flops.h"
 #include "model/heads.h"
+#include "model/provenance.h"
 #include "model/safetensors.h"
 #include "model/serialize.h"
 #include "model/weights_folder.h"
@@ -33,13 +32,6 @@ namespace gmlp::exporter {
 namespace {
 
 constexpr char kCardFile[] = "README.md";
-
-nlohmann::ordered_json MadeBy() {
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return {{"gmlp", GmlpVersion()}, {"libtorch", TORCH_VERSION}, {"device", "cpu"}, {"date", date}};
-}
 
 // The newest eval line at or before `step` in a run's metrics.jsonl; null when there is none.
 nlohmann::json HeldOutLoss(const std::string& run_dir, int64_t step) {
@@ -60,7 +52,7 @@ nlohmann::json HeldOutLoss(const std::string& run_dir, int64_t step) {
   return best;
 }
 
-std::string Card(const ExportSource& s, const nlohmann::ordered_json& config_json,
+std::string Card(const ExportSource& s, const nlohmann::ordered_json& made_by,
                  const std::string& dtype, const std::string& format, const std::string& dir) {
   const model::ParamCount count = model::CountParameters(s.config);
   const bool mlm = s.kind == model::kKindMlm;
@@ -88,9 +80,7 @@ std::string Card(const ExportSource& s, const nlohmann::ordered_json& config_jso
   if (!mlm) {
     absl::StrAppend(&card, "| task | ", s.task.dump(), " |\n");
   }
-  const auto& made = config_json.contains("made_by") ? config_json["made_by"] : MadeBy();
-  absl::StrAppend(&card, "| made by | gmlp ", made["gmlp"].get<std::string>(), ", LibTorch ",
-                  made["libtorch"].get<std::string>(), ", ", made["date"].get<std::string>(),
+  absl::StrAppend(&card, "| made by | ", model::ProvenanceLine(made_by),
                   " |\n\n## Loading\n\n```python\n");
   if (format == "hf") {
     absl::StrAppend(&card, "from transformers import AutoTokenizer, ",
@@ -188,10 +178,14 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
   }
   if (format == "hf") GMLP_RETURN_IF_ERROR(model::CheckHfBertCompatible(s.config));
   model::TensorList tensors = model::ModuleTensors(*s.module);
-  for (auto& [name, t] : tensors) {
+  const size_t num_parameters = s.module->named_parameters(/*recurse=*/true).size();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    torch::Tensor& t = tensors[i].second;
     t = t.detach().cpu();
-    if (dtype == "bf16" && t.is_floating_point()) t = t.to(torch::kBFloat16);
+    // --dtype casts the weights; buffers (ALiBi's slopes) keep their precision.
+    if (dtype == "bf16" && t.is_floating_point() && i < num_parameters) t = t.to(torch::kBFloat16);
   }
+  const nlohmann::ordered_json made_by = model::Provenance();
   nlohmann::ordered_json config;
   std::map<std::string, std::string> metadata = {{"format", "pt"}};
   if (format == "hf") {
@@ -200,7 +194,7 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
     if (s.kind == model::kKindClassifier) labels = s.task["labels"].get<std::vector<std::string>>();
     config = model::HfBertConfig(s.config, s.kind, labels);
     config["dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
-    config["gmlp"] = {{"model", s.config.ToJson()}, {"made_by", MadeBy()}};
+    config["gmlp"] = {{"model", s.config.ToJson()}, {model::kMadeByKey, made_by}};
     if (s.kind == model::kKindClassifier) config["gmlp"]["task"] = s.task;
   } else {
     config = {{"gmlp_export", model::kWeightsFormatVersion},
@@ -216,7 +210,7 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
                 {"mask_id", tokenizer::kMaskId}}}};
     if (s.kind == model::kKindClassifier) config["task"] = s.task;
     config["trained"] = s.trained;
-    config["made_by"] = MadeBy();
+    config[model::kMadeByKey] = made_by;
     // A lone model.safetensors still says what it is (ReadInitWeights reads it).
     metadata["gmlp_export"] = std::to_string(model::kWeightsFormatVersion);
     metadata["kind"] = s.kind;
@@ -239,7 +233,7 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
       GMLP_RETURN_IF_ERROR(WriteHfTokenizerFiles(s.tokenizer_path, tmp, max_len));
     }
     GMLP_RETURN_IF_ERROR(
-        WriteFileAtomic(JoinPath(tmp, kCardFile), Card(s, config, dtype, format, output)));
+        WriteFileAtomic(JoinPath(tmp, kCardFile), Card(s, made_by, dtype, format, output)));
     return ReplaceDirectory(tmp, output);
   };
   const absl::Status st = write_all();

@@ -21,6 +21,8 @@
 #include "finetune/saved_model.h"
 #include "model/config.h"
 #include "model/flops.h"
+#include "model/provenance.h"
+#include "pretrain/run.h"
 #include "pretrain/pretrained.h"
 #include "tokenizer/tokenizer.h"
 
@@ -267,6 +269,8 @@ nlohmann::json ResultsJson(const FinetuneJob& job, const TaskSpec& task,
   out["seeds"] = nlohmann::json::array();
   for (const SeedResult& r : result.seeds) out["seeds"].push_back(r.ToJson());
   out["summary"] = result.Summary();
+  out[model::kMadeByKey] = nlohmann::json::parse(
+      model::Provenance(pretrain::TrainingDevice(pretrain::DistEnv{})).dump());
   return out;
 }
 

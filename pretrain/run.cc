@@ -16,6 +16,7 @@
 #include "data/manifest.h"
 #include "model/flops.h"
 #include "model/heads.h"
+#include "model/provenance.h"
 #include "model/serialize.h"
 #include "model/weights_folder.h"
 #include "pretrain/checkpoint.h"
@@ -239,6 +240,9 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   TrainerOptions to;
   to.config = tc;
   to.config_json = config.ToJson();
+  // Recorded for people, never compared on resume (config.ToJson() has no such key).
+  to.config_json[model::kMadeByKey] =
+      nlohmann::json::parse(model::Provenance(device, env.world_size).dump());
   to.tokenizer_model = tokenizer_model;
   to.flops_per_token = model::TrainingFlopsPerToken(config.model, manifest.seq_len, tc.mask_rate);
   to.save_model = [](torch::nn::Module& m, const std::string& path) {

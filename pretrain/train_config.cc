@@ -18,7 +18,7 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j, const
                                                   absl::string_view origin) {
   TrainConfig c = base;
   // The encoder's section and preset name are PretrainConfig's.
-  absl::Status st = FieldsFromJson(j, origin, &c, {"model", "preset"});
+  absl::Status st = FieldsFromJson(j, origin, &c, {"model", "preset", "made_by"});
   if (!st.ok()) return st;
   return c;
 }

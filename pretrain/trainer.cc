@@ -16,6 +16,7 @@
 #include "common/mix64.h"
 #include "common/status.h"
 #include "model/autocast.h"
+#include "model/provenance.h"
 #include "model/softmax_xent.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/checkpoint_state.h"
@@ -164,6 +165,12 @@ absl::Status Trainer::Init(const std::string& resume_from) {
     GMLP_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
                                                      resume_from.empty() ? -1 : step_));
     if (elapsed_before_ < 0) elapsed_before_ = metrics_->kept_elapsed_s();
+    // Which gmlp, LibTorch and device wrote the records that follow (a resumed run adds its own).
+    GMLP_RETURN_IF_ERROR(metrics_->Write(
+        {{"type", "run"},
+         {"step", step_},
+         {model::kMadeByKey,
+          nlohmann::json::parse(model::Provenance(device_, dist_->world_size()).dump())}}));
     if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
     if (options_.flops_per_token > 0) {
       peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops

@@ -152,8 +152,10 @@ nlohmann::json StudyConfig::ToJson() const {
 }
 
 absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& origin) {
-  // A study's own study.json is a settings file too: its "timings" are not settings.
-  GMLP_RETURN_IF_ERROR(FieldsFromJson(j, origin, this, {"finetune", "comment", "timings"}));
+  // A study's own study.json is a settings file too: its "timings" and "made_by" are not
+  // settings.
+  GMLP_RETURN_IF_ERROR(
+      FieldsFromJson(j, origin, this, {"finetune", "comment", "timings", "made_by"}));
   if (j.contains("finetune")) {
     GMLP_RETURN_IF_ERROR(
         FieldsFromJson(j.at("finetune"), absl::StrCat(origin, " \"finetune\""), &finetune, {}));
@@ -196,7 +198,7 @@ nlohmann::json Fingerprint(nlohmann::json j) {
   // pretrain_lr_by_size is checked per cell (study.cc: CheckCellLearningRates).
   for (const char* k :
        {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
-        "amlp_attn_sizes", "transformer_positions", "timings", "pretrain_lr_by_size"}) {
+        "amlp_attn_sizes", "transformer_positions", "timings", "pretrain_lr_by_size", "made_by"}) {
     j.erase(k);
   }
   return j;

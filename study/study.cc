@@ -31,6 +31,7 @@
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/heads.h"
+#include "model/provenance.h"
 #include "model/serialize.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/config.h"
@@ -200,6 +201,13 @@ absl::Status CheckCellLearningRates(const StudyConfig& config, const std::vector
   return absl::OkStatus();
 }
 
+// study.json's settings with "made_by": the gmlp, LibTorch and machine of this invocation (a
+// resumed study records the one that resumed it; report.md names the one that wrote it).
+nlohmann::json WithProvenance(nlohmann::json j) {
+  j[model::kMadeByKey] = nlohmann::json::parse(model::Provenance().dump());
+  return j;
+}
+
 // A study directory resumes only with the settings it was started with, and its cells only with
 // the lr they were pretrained at; then writes study.json.
 absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector<CellSpec>& cells) {
@@ -214,7 +222,7 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector
                        " ). Resume it with the same flags, or use a new --output"));
     }
   }
-  return WriteFileAtomic(study_json, config.ToJson().dump(2) + "\n");
+  return WriteFileAtomic(study_json, WithProvenance(config.ToJson()).dump(2) + "\n");
 }
 
 // study.json's "timings": each stage's wall time, work and share of the total (not part of the
@@ -222,7 +230,7 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector
 absl::Status RecordTimings(const StudyConfig& config, const std::vector<StageTiming>& stages) {
   double total = 0;
   for (const StageTiming& t : stages) total += t.seconds;
-  nlohmann::json j = config.ToJson();
+  nlohmann::json j = WithProvenance(config.ToJson());
   j["timings"] = nlohmann::json::array();
   for (const StageTiming& t : stages) {
     j["timings"].push_back({{"stage", t.stage},
@@ -856,7 +864,8 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
       {"tasks", absl::StrJoin(config.tasks, ", ") +
                     " (MNLI-like = train on the 9k MNLI subset, report all of XNLI English test; "
                     "not MNLI-m/mm)"},
-      {"model_overrides", config.model_overrides.empty() ? "none" : config.model_overrides}};
+      {"model_overrides", config.model_overrides.empty() ? "none" : config.model_overrides},
+      {"report written by", model::ProvenanceLine(model::Provenance())}};
   if (config.transformer_pre_ln) {
     ctx.notes.push_back(
         "The Transformer baseline is pre-LN (with a final LayerNorm), the same recipe as the "

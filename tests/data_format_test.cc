@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "data/manifest.h"
@@ -294,6 +295,13 @@ TEST(Manifest, BadShardEntriesAreRefusedNamingTheField) {
   j["shards"][1]["file"] = "train-00000-00000.bin";
   EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1].file \"train-00000-00000.bin\" is listed "
                                            "already, as shards[0]"));
+  for (const char* file : {"../train-00000-00001.bin", "/tmp/x.bin", "sub/x.bin", ".."}) {
+    j = ValidManifestJson();
+    j["shards"][1]["file"] = file;
+    EXPECT_THAT(refused(j),
+                HasSubstr(absl::StrCat(path, ": shards[1].file \"", file,
+                                       "\" is not a file name in the shard directory")));
+  }
   j = ValidManifestJson();
   j["shards"][1]["num_tokens"] = -5;
   EXPECT_THAT(refused(j), HasSubstr(path + ": shards[1].num_tokens is -5"));

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/safetensors.h"
@@ -102,6 +105,13 @@ class ExportTest : public ::testing::Test {
               "--peak_gflops=100", "--threads=2"},
              log);
     ASSERT_EQ(o.code, 0) << o.text;
+    gmlp_run_ = JoinPath(root_, "gmlp_run");
+    o = Gmlp({"pretrain", "--shard_dir=" + root_ + "/shards", "--out_dir=" + gmlp_run_,
+              "--preset=gmlp-tiny", "--model_overrides=d_model=32,n_layers=1,d_ffn=64", "--steps=2",
+              "--micro_batch=4", "--global_batch=4", "--warmup_steps=1", "--eval_every=0",
+              "--peak_gflops=100", "--threads=2"},
+             log);
+    ASSERT_EQ(o.code, 0) << o.text;
   }
 
   void SetUp() override {
@@ -164,10 +174,10 @@ class ExportTest : public ::testing::Test {
     return out;
   }
 
-  static std::string root_, run_;
+  static std::string root_, run_, gmlp_run_;
 };
 
-std::string ExportTest::root_, ExportTest::run_;
+std::string ExportTest::root_, ExportTest::run_, ExportTest::gmlp_run_;
 
 TEST(SafetensorsTest, RoundTripsEveryDtypeShapeAndMetadata) {
   const std::string dir = FreshTempDir("st_roundtrip");
@@ -322,6 +332,21 @@ TEST_F(ExportTest, GmlpFolderRoundTripGivesTheHeldOutLossBitForBit) {
   EXPECT_EQ(cj["kind"], "mlm");
   EXPECT_FALSE(cj["made_by"]["gmlp"].get<std::string>().empty());
   EXPECT_FALSE(cj["made_by"]["libtorch"].get<std::string>().empty());
+  // So do the run's own outputs: metrics.jsonl's first line and the checkpoint's config.json.
+  const auto records = testing::JsonRecords(run_ + "/metrics.jsonl");
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0]["type"], "run");
+  for (const nlohmann::json& made_by :
+       {records[0]["made_by"], nlohmann::json::parse(*ReadFile(run_ + "/config.json"))["made_by"],
+        cj["made_by"]}) {
+    ASSERT_TRUE(made_by.is_object()) << made_by;
+    EXPECT_EQ(made_by["gmlp"].get<std::string>().rfind("0.1.0+", 0), 0u) << made_by;
+    EXPECT_EQ(made_by["libtorch"].get<std::string>().substr(0, 2),
+              std::to_string(TORCH_VERSION_MAJOR) + ".");
+    EXPECT_NE(made_by["cpu"].get<std::string>().find(" cores; "), std::string::npos) << made_by;
+    EXPECT_EQ(made_by["world_size"], 1);
+    EXPECT_GE(made_by["threads"].get<int>(), 1);
+  }
 }
 
 TEST_F(ExportTest, Bf16ExportHalvesTheFloatsAndStaysClose) {
@@ -491,16 +516,10 @@ TEST_F(ExportTest, BadRequestsAndBadWeightsAreRefusedInOneLine) {
     for (const std::string& p : parts) EXPECT_NE(last.find(p), std::string::npos) << o.text;
   };
   // --format=hf of a gMLP: names what it supports.
-  const std::string gmlp_run = JoinPath(root_, "gmlp_run");
-  Output o = Gmlp({"pretrain", "--shard_dir=" + root_ + "/shards", "--out_dir=" + gmlp_run,
-                   "--preset=gmlp-tiny", "--model_overrides=d_model=32,n_layers=1,d_ffn=64",
-                   "--steps=2", "--micro_batch=4", "--global_batch=4", "--warmup_steps=1",
-                   "--eval_every=0", "--peak_gflops=100", "--threads=2"},
-                  gmlp_run + ".log");
-  ASSERT_EQ(o.code, 0) << o.text;
+  const std::string& gmlp_run = gmlp_run_;
   const std::string refused = JoinPath(root_, "refused");
-  o = Gmlp({"export", "--model=" + gmlp_run, "--output=" + refused, "--format=hf"},
-           refused + ".log");
+  Output o = Gmlp({"export", "--model=" + gmlp_run, "--output=" + refused, "--format=hf"},
+                  refused + ".log");
   expect_refused(o,
                  {"--format=hf exports BERT", "post-LN Transformer", "arch gmlp", "--format=gmlp"});
   EXPECT_FALSE(PathExists(refused));
@@ -559,6 +578,59 @@ TEST_F(ExportTest, BadRequestsAndBadWeightsAreRefusedInOneLine) {
            truncated + "_ft.log");
   expect_refused(
       o, {truncated + "/model.safetensors: not a valid safetensors file", "tensor '", "run past"});
+}
+
+// The README's weights section, run as written: its shell lines from a directory where build/,
+// python/ and the runs it names are the test's, then its Python blocks with the venv's python.
+TEST_F(ExportTest, ReadmeWeightsSectionRunsAsWritten) {
+  const std::string python = VenvPython();
+  if (python.empty()) GTEST_SKIP() << "no torch 2.11 venv: run `bash scripts/python_env.sh`";
+  auto readme = ReadFile(kSource + "/README.md");
+  ASSERT_TRUE(readme.ok());
+  const size_t begin = readme->find("<!-- readme-weights:");
+  const size_t end = readme->find("<!-- readme-weights end -->");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string section = readme->substr(begin, end - begin);
+  const std::string work = JoinPath(root_, "readme");
+  (void)RemoveTree(work);
+  ASSERT_TRUE(MakeDirs(work + "/runs").ok());
+  const std::pair<std::string, std::string> links[] = {{GMLP_BINARY_DIR, "build"},
+                                                       {kSource + "/python", "python"},
+                                                       {gmlp_run_, "runs/gmlp-tiny"},
+                                                       {run_, "runs/transformer-tiny"}};
+  for (const auto& [target, name] : links) {
+    ASSERT_EQ(::symlink(target.c_str(), JoinPath(work, name).c_str()), 0) << name;
+  }
+  const std::string venv = Dirname(Dirname(python));
+  int blocks = 0;
+  for (size_t at = section.find("```"); at != std::string::npos;
+       at = section.find("```", section.find("```", at + 3) + 3)) {
+    const size_t eol = section.find('\n', at);
+    const std::string lang = section.substr(at + 3, eol - at - 3);
+    const std::string body = section.substr(eol + 1, section.find("```", eol) - eol - 1);
+    const std::string log = JoinPath(work, absl::StrCat("block", blocks++, ".log"));
+    Output o;
+    if (lang == "sh") {
+      o = RunCommand(
+          {"/bin/bash", "-c",
+           absl::StrCat("set -e; cd ", work, "; ",
+                        absl::StrReplaceAll(body, {{"/var/cache/gmlp/torch-2.11.0", venv}}))},
+          log);
+    } else {
+      ASSERT_EQ(lang, "python");
+      const std::string script = JoinPath(work, absl::StrCat("block", blocks, ".py"));
+      ASSERT_TRUE(
+          WriteFileAtomic(script, body + "print(\"logits\", tuple(out.logits.shape))\n").ok());
+      o = RunCommand(
+          {"/bin/bash", "-c", absl::StrCat("cd ", work, " && exec ", python, " ", script)}, log);
+      EXPECT_NE(o.text.find("logits (1, "), std::string::npos) << o.text;
+    }
+    EXPECT_EQ(o.code, 0) << lang << " block:\n" << body << "\n" << o.text;
+  }
+  EXPECT_EQ(blocks, 4);
+  EXPECT_TRUE(PathExists(work + "/exports/gmlp-tiny/model.safetensors"));
+  EXPECT_TRUE(PathExists(work + "/exports/bert-tiny/tokenizer.json"));
 }
 
 }  // namespace

@@ -496,10 +496,16 @@ TEST(TrainerTest, MetricsRecordsAndEvaluation) {
   ASSERT_TRUE(r.trainer->Run().ok());
   auto text = ReadFile(dir + "/metrics.jsonl");
   ASSERT_TRUE(text.ok());
-  int train = 0, eval = 0;
+  int run = 0, train = 0, eval = 0;
   for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
     auto j = nlohmann::json::parse(line);
-    if (j["type"] == "train") {
+    if (j["type"] == "run") {  // the first line: what made the records
+      ++run;
+      EXPECT_EQ(train + eval, 0);
+      EXPECT_EQ(j["step"], 0);
+      EXPECT_FALSE(j["made_by"]["gmlp"].get<std::string>().empty());
+      EXPECT_EQ(j["made_by"]["world_size"], 1);
+    } else if (j["type"] == "train") {
       ++train;
       for (const char* k : {"loss", "lr", "grad_norm", "tokens_per_s", "mfu", "data_wait_frac"}) {
         EXPECT_TRUE(j.contains(k)) << k;
@@ -514,6 +520,7 @@ TEST(TrainerTest, MetricsRecordsAndEvaluation) {
       EXPECT_GE(j["eval_accuracy"].get<double>(), 0);
     }
   }
+  EXPECT_EQ(run, 1);
   EXPECT_EQ(train, 4);  // steps 2, 4, 6, 8
   EXPECT_EQ(eval, 2);   // steps 4, 8
   EXPECT_TRUE(PathExists(dir + "/config.json"));
