@@ -123,6 +123,10 @@ nlohmann::json ContentSettings(const PrepareOptions& o, const TextEncoder& encod
   nlohmann::json j = ManifestFlags(o);
   j.erase("input");
   j.erase("tokenizer");
+  // At their defaults the reading flags are left out, so blocks written before they existed
+  // still count as complete.
+  if (o.format == "auto") j.erase("format");
+  if (o.text_field == "text") j.erase("text_field");
   j["shard_format_version"] = kShardFormatVersion;
   j["tokenizer_checksum"] = encoder.checksum();
   j["vocab_size"] = encoder.vocab_size();
@@ -197,6 +201,8 @@ absl::Status Preparer::ReadAll(BoundedQueue<Block>* queue) {
   tokenizer::CorpusOptions corpus;
   corpus.strict_utf8 = options_.strict_utf8;
   corpus.max_piece_bytes = options_.max_piece_bytes;
+  corpus.format = options_.format;
+  corpus.text_field = options_.text_field;
   int64_t global_block = 0;  // numbers blocks across files, for --part in block mode
   int64_t bytes_before = 0;
   for (int64_t f = 0; f < static_cast<int64_t>(files_.size()); ++f) {
@@ -508,6 +514,7 @@ absl::Status PrepareOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--workers=", workers, ": must be >= 0 (0 = all cores)"));
   }
+  GMLP_RETURN_IF_ERROR(tokenizer::ValidateCorpusFormat(format, text_field));
   return ParsePart(part).status();
 }
 

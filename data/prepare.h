@@ -34,7 +34,7 @@
 namespace gmlp::data {
 
 struct PrepareOptions {
-  std::vector<std::string> input;  // files or globs: plain text, .gz, .xz
+  std::vector<std::string> input;  // files or globs: plain text, .gz, .xz, .zst; text or JSONL
   std::string tokenizer;           // SentencePiece .model from `gmlp tokenizer train`
   std::string output;              // shard directory (created)
   int64_t seq_len = 128;
@@ -45,6 +45,8 @@ struct PrepareOptions {
   std::string part = "0/1";             // i/N
   bool strict_utf8 = false;             // invalid UTF-8 is fatal instead of counted and skipped
   int64_t max_piece_bytes = 1 << 20;    // longer lines are cut into pieces (bounded memory)
+  std::string format = "auto";          // auto | text | jsonl (tokenizer::CorpusOptions)
+  std::string text_field = "text";      // JSONL: the text's field, a dotted path
   bool progress = true;                 // MB/s lines on stderr
 
   // The field list, once: calls visit(name, field, help) for every field, with `self` a
@@ -52,7 +54,8 @@ struct PrepareOptions {
   // settings are made from it.
   template <typename Self, typename Visit>
   static void ForEachField(Self& self, Visit&& visit) {
-    visit("input", self.input, "Text files or globs, comma-separated (plain, .gz, .xz).");
+    visit("input", self.input,
+          "Text or JSONL files or globs, comma-separated (plain, .gz, .xz, .zst).");
     visit("tokenizer", self.tokenizer,
           "SentencePiece .model file written by `gmlp tokenizer train`.");
     visit("output", self.output, "Shard directory (created).");
@@ -70,6 +73,12 @@ struct PrepareOptions {
           "Stop at the first line of invalid UTF-8 (default: count and skip such lines).");
     visit("max_piece_bytes", self.max_piece_bytes,
           "Longer lines are cut into pieces of at most this many bytes (bounded memory).");
+    visit("format", self.format,
+          "Input format: auto (JSON lines when the first non-blank line starts with {), text "
+          "(plain text or WikiExtractor <doc> blocks) or jsonl (one JSON object per line).");
+    visit("text_field", self.text_field,
+          "JSONL: the field holding the document text; a dotted path for nested objects "
+          "(meta.body).");
     visit("progress", self.progress, "Log progress (MB/s) to stderr.");
   }
 

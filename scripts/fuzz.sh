@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-30}
 source scripts/packages.sh
-install_missing_packages clang libclang-rt-14-dev
+install_missing_packages clang libclang-rt-14-dev libzstd-dev
 cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 if ! cmake --build build-fuzz -j "$(nproc)" >build-fuzz/build.log 2>&1; then
   grep -E "error|Error" -A4 build-fuzz/build.log | head -40

@@ -26,7 +26,7 @@ done
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils
   libgloo-dev libsentencepiece-dev sentencepiece libabsl-dev libgtest-dev
-  nlohmann-json3-dev libopenblas0-openmp zlib1g-dev liblzma-dev gnuplot-nox
+  nlohmann-json3-dev libopenblas0-openmp zlib1g-dev liblzma-dev libzstd-dev gnuplot-nox
   libtorch-dev python3-torch
 )
 source scripts/packages.sh

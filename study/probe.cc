@@ -105,9 +105,16 @@ struct Candidates {
   std::vector<std::string> vocabulary;              // sorted
 };
 
+tokenizer::CorpusOptions ReadOptions(const ProbeOptions& o) {
+  tokenizer::CorpusOptions read;
+  read.format = o.format;
+  read.text_field = o.text_field;
+  return read;
+}
+
 absl::StatusOr<Candidates> ReadCandidates(const ProbeOptions& o, CorpusHoldout* holdout) {
   GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::CorpusReader> reader,
-                        tokenizer::CorpusReader::Open(o.corpus));
+                        tokenizer::CorpusReader::Open(o.corpus, ReadOptions(o)));
   Candidates c;
   std::set<std::string> seen;
   std::map<std::string, int64_t> counts;
@@ -231,7 +238,7 @@ nlohmann::json SplitSummary(const std::vector<ProbeExample>& v) {
 }  // namespace
 
 absl::Status ProbeOptions::Validate() const {
-  if (corpus.empty()) return absl::InvalidArgumentError("probe: give --corpus=<text/.gz/.xz>");
+  if (corpus.empty()) return absl::InvalidArgumentError("probe: give --corpus=<text/.gz/.xz/.zst>");
   if (!(holdout_fraction > 0 && holdout_fraction < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("probe: --holdout_fraction must be in (0, 1), got ", holdout_fraction));
@@ -249,12 +256,14 @@ absl::Status ProbeOptions::Validate() const {
   if (max_shift < 1) return absl::InvalidArgumentError("probe: --max_shift must be >= 1");
   if (min_word_count < 1) return absl::InvalidArgumentError("probe: --min_word_count must be >= 1");
   if (max_len < 8) return absl::InvalidArgumentError("probe: --max_len must be >= 8");
+  GMLP_RETURN_IF_ERROR(tokenizer::ValidateCorpusFormat(format, text_field));
   return absl::OkStatus();
 }
 
-absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction) {
+absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction,
+                                                const tokenizer::CorpusOptions& read) {
   GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::CorpusReader> reader,
-                        tokenizer::CorpusReader::Open(corpus));
+                        tokenizer::CorpusReader::Open(corpus, read));
   CorpusHoldout h;
   std::string piece;
   bool new_document = false;
@@ -276,7 +285,8 @@ absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, doubl
 absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& o) {
   GMLP_RETURN_IF_ERROR(o.Validate());
   ProbeData data;
-  GMLP_ASSIGN_OR_RETURN(data.holdout, FindCorpusHoldout(o.corpus, o.holdout_fraction));
+  GMLP_ASSIGN_OR_RETURN(data.holdout,
+                        FindCorpusHoldout(o.corpus, o.holdout_fraction, ReadOptions(o)));
   GMLP_ASSIGN_OR_RETURN(Candidates c, ReadCandidates(o, &data.holdout));
   data.candidate_sentences = static_cast<int64_t>(c.sentences.size());
   data.vocabulary_words = static_cast<int64_t>(c.vocabulary.size());

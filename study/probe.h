@@ -24,11 +24,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tokenizer/corpus_reader.h"
 
 namespace gmlp::study {
 
 struct ProbeOptions {
-  // Plain text, .gz or .xz (WikiExtractor <doc> blocks or blank-line documents).
+  // Plain text, .gz, .xz or .zst: WikiExtractor <doc> blocks, blank-line documents or JSON lines.
   std::string corpus;
   std::string output;  // writes aligned/, shifted/ and probe.json here
   uint64_t seed = 1;
@@ -53,10 +54,12 @@ struct ProbeOptions {
   // against max_len and the longest is recorded in probe.json.
   std::string tokenizer;
   int64_t max_len = 128;
+  std::string format = "auto";      // corpus format: auto | text | jsonl (see CorpusOptions)
+  std::string text_field = "text";  // JSONL: the text's field, a dotted path
 
   template <typename Self, typename Visit>
   static void ForEachField(Self& self, Visit&& visit) {
-    visit("corpus", self.corpus, "corpus to draw the probe from (plain, .gz or .xz)");
+    visit("corpus", self.corpus, "corpus to draw the probe from (plain, .gz, .xz or .zst)");
     visit("output", self.output, "output directory: aligned/, shifted/, probe.json");
     visit("seed", self.seed, "generator seed: the same seed gives the same bytes");
     visit("holdout_fraction", self.holdout_fraction,
@@ -73,6 +76,11 @@ struct ProbeOptions {
     visit("tokenizer", self.tokenizer,
           "optional SentencePiece model: check every pair fits in --max_len tokens");
     visit("max_len", self.max_len, "token limit checked with --tokenizer");
+    visit("format", self.format,
+          "corpus format: auto (JSON lines when the first non-blank line starts with {), text "
+          "or jsonl");
+    visit("text_field", self.text_field,
+          "JSONL: the field holding the document text; a dotted path (meta.body)");
   }
 
   absl::Status Validate() const;
@@ -97,7 +105,8 @@ struct CorpusHoldout {
 };
 
 // Counts the corpus's documents and picks the held-out tail (at least one document).
-absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction);
+absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction,
+                                                const tokenizer::CorpusOptions& read = {});
 
 struct ProbeSplit {
   std::string name;  // train | dev | test

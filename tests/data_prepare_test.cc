@@ -1,11 +1,14 @@
 // `gmlp prepare` end to end through the library: packing of real documents, the validation split,
 // byte-identical output whatever the workers or parts, resumption, bounded memory on a huge line,
-// bad input, and (when ../shared/data is present) a real SentencePiece model read by the loader.
+// JSON lines and zstd giving the plain text's shards, bad input, and (when ../shared/data is
+// present) a real SentencePiece model read by the loader.
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -356,6 +359,100 @@ TEST_F(PrepareTest, BadInputGetsOneClearError) {
   r = Prepare(o);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr(in_ + "/no.model"));
+}
+
+std::string Zstd(absl::string_view text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n)) << ZSTD_getErrorName(n);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+// Blank-line-separated plain text as JSON lines: one object per document, its lines joined by
+// newlines in "text" (after an "id", as real corpora have).
+std::string ToJsonl(const std::string& plain) {
+  std::string out;
+  int id = 0;
+  for (absl::string_view doc : absl::StrSplit(plain, "\n\n", absl::SkipWhitespace())) {
+    nlohmann::json j;
+    j["id"] = id++;
+    j["text"] = std::string(doc);
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
+TEST_F(PrepareTest, JsonlZstdGivesTheSameShardsAsPlainText) {
+  const std::string text_out = temp_.Make("data_prepare_text");
+  const PrepareResult text = RunOrDie(Options(text_out));
+  const std::string jsonl_in = temp_.Make("data_prepare_jsonl_in");
+  for (size_t f = 0; f < files_.size(); ++f) {
+    WriteBytes(absl::StrCat(jsonl_in, "/part", f, ".jsonl.zst"),
+               Zstd(ToJsonl(ReadBytes(files_[f]))));
+  }
+  PrepareOptions o = Options(temp_.Make("data_prepare_jsonl"));
+  o.input = {jsonl_in + "/part*.jsonl.zst"};
+  const PrepareResult jsonl = RunOrDie(o);
+  ASSERT_FALSE(text.manifest.shards.empty());
+  ASSERT_EQ(jsonl.manifest.shards.size(), text.manifest.shards.size());
+  for (size_t i = 0; i < text.manifest.shards.size(); ++i) {
+    const ShardEntry& a = text.manifest.shards[i];
+    const ShardEntry& b = jsonl.manifest.shards[i];
+    EXPECT_EQ(b.file, a.file);
+    EXPECT_EQ(b.checksum, a.checksum) << a.file;
+    EXPECT_EQ(b.num_sequences, a.num_sequences) << a.file;
+    EXPECT_TRUE(ReadBytes(o.output + "/" + b.file) == ReadBytes(text_out + "/" + a.file)) << a.file;
+  }
+  EXPECT_EQ(jsonl.manifest.documents, text.manifest.documents);
+  EXPECT_EQ(jsonl.manifest.valid_documents, text.manifest.valid_documents);
+  EXPECT_EQ(jsonl.text_bytes, text.text_bytes);
+
+  // A zstd file named .txt is read as zstd, never as text: the plain text's shards again.
+  const std::string misnamed_in = temp_.Make("data_prepare_misnamed_in");
+  for (size_t f = 0; f < files_.size(); ++f) {
+    WriteBytes(absl::StrCat(misnamed_in, "/part", f, ".txt"), Zstd(ReadBytes(files_[f])));
+  }
+  o = Options(temp_.Make("data_prepare_misnamed"));
+  o.input = {misnamed_in + "/part*.txt"};
+  const PrepareResult misnamed = RunOrDie(o);
+  ASSERT_EQ(misnamed.manifest.shards.size(), text.manifest.shards.size());
+  for (size_t i = 0; i < text.manifest.shards.size(); ++i) {
+    EXPECT_EQ(misnamed.manifest.shards[i].checksum, text.manifest.shards[i].checksum);
+  }
+  EXPECT_EQ(misnamed.manifest.invalid_utf8_lines, 0);
+}
+
+TEST_F(PrepareTest, UnreadableCorporaAreOneLineErrorsNamingTheFile) {
+  PrepareOptions o = Options(temp_.Make("data_prepare_unread"));
+  WriteBytes(in_ + "/corpus.txt.bz2", "BZh91AY&SY binary");
+  o.input = {in_ + "/corpus.txt.bz2"};
+  absl::StatusOr<PrepareResult> r = Prepare(o, encoder_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr(in_ + "/corpus.txt.bz2: is bzip2 data; decompress it"));
+
+  const std::string zst = Zstd(ToJsonl(ReadBytes(files_[0])));
+  WriteBytes(in_ + "/cut.jsonl.zst", zst.substr(0, zst.size() * 2 / 3));
+  o.input = {in_ + "/cut.jsonl.zst"};
+  r = Prepare(o, encoder_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr(in_ + "/cut.jsonl.zst: truncated zstd data"));
+  EXPECT_FALSE(PathExists(o.output + "/manifest.json"));
+
+  WriteBytes(in_ + "/fields.jsonl", "{\"text\": \"w1 w2\"}\n{\"body\": \"w3\"}\n");
+  o.input = {in_ + "/fields.jsonl"};
+  r = Prepare(o, encoder_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr(in_ + "/fields.jsonl:2: no field \"text\" (--text_field)"));
+  EXPECT_FALSE(PathExists(o.output + "/manifest.json"));
+  o.text_field = "";
+  EXPECT_THAT(std::string(Prepare(o, encoder_).status().message()), HasSubstr("--text_field="));
+  o.text_field = "text";
+  o.format = "csv";
+  EXPECT_THAT(std::string(Prepare(o, encoder_).status().message()), HasSubstr("--format=csv"));
 }
 
 // A real SentencePiece model on real text (skipped without ../shared/data).

@@ -11,7 +11,7 @@ gmlp_use_torch_pch(tokenizer_cli)
 
 gmlp_add_test(NAME tokenizer_test
   SOURCES tokenizer_corpus_reader_test.cc tokenizer_test.cc tokenizer_cli_test.cc
-  LIBS gmlp::tokenizer ZLIB::ZLIB LibLZMA::LibLZMA)
+  LIBS gmlp::tokenizer ZLIB::ZLIB LibLZMA::LibLZMA PkgConfig::ZSTD)
 add_dependencies(tokenizer_test tokenizer_cli)
 
 # The same tokenizer inside a LibTorch process: the reason the shim exists.

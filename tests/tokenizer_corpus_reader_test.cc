@@ -1,5 +1,6 @@
-// CorpusReader and its byte sources: each layout and compression, bounded pieces of huge lines,
-// invalid UTF-8 in both modes, and the one-line errors for missing and corrupt files.
+// CorpusReader and its byte sources: each layout (text, WikiExtractor, JSON lines) and compression
+// (plain, gzip, xz, zstd, recognised by magic bytes), bounded pieces of huge lines, invalid UTF-8
+// in both modes, and the one-line errors for missing, corrupt, unread and malformed files.
 #include <sys/resource.h>
 
 #include <string>
@@ -20,6 +21,7 @@ using testing::GzipCompress;
 using testing::MakeTempDir;
 using testing::WriteBytes;
 using testing::XzCompress;
+using testing::ZstdCompress;
 
 struct Piece {
   std::string text;
@@ -324,6 +326,227 @@ TEST_F(CorpusReaderTest, CompressedNameWithoutMagicIsAnError) {
   EXPECT_NE(reader.status().message().find(path + ": corrupt xz data at compressed byte offset 0"),
             absl::string_view::npos)
       << reader.status();
+}
+
+// The same documents as blank-line plain text and as JSON lines.
+constexpr absl::string_view kPlainDocs =
+    "First document, line one.\nLine two of it.\n\nSecond document\r\n\nThird, with caf\xC3\xA9.\n";
+constexpr absl::string_view kJsonlDocs =
+    "{\"id\": 1, \"text\": \"First document, line one.\\nLine two of it.\", \"meta\": {}}\n"
+    "\n"
+    "{\"text\": \"Second document\\r\\n\\n\", \"id\": 2}\n"
+    "{\"text\": \"\"}\n"
+    "{\"text\": \"Third, with caf\\u00e9.\"}\r\n";
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST_F(CorpusReaderTest, JsonLinesGiveTheSameDocumentsAsPlainText) {
+  CorpusStats text_stats, json_stats;
+  auto expected = ReadAll(Write("docs.txt", kPlainDocs), {}, &text_stats);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(expected->size(), 4u);
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"docs.jsonl", std::string(kJsonlDocs)},
+           {"docs.jsonl.zst", ZstdCompress(kJsonlDocs)},
+           {"docs.jsonl.gz", GzipCompress(kJsonlDocs)},
+           {"docs.jsonl.xz", XzCompress(kJsonlDocs)},
+           {"zstd_named.txt", ZstdCompress(kJsonlDocs)}}) {
+    auto got = ReadAll(Write(name, bytes), {}, &json_stats);  // --format=auto
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    EXPECT_EQ(*got, *expected) << name;
+    EXPECT_EQ(json_stats.documents, text_stats.documents) << name;
+    EXPECT_EQ(json_stats.lines, 5) << name;
+    EXPECT_EQ(json_stats.bytes, static_cast<int64_t>(kJsonlDocs.size())) << name;
+  }
+  CorpusOptions jsonl;
+  jsonl.format = "jsonl";
+  auto got = ReadAll(Write("explicit.json", kJsonlDocs), jsonl);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, *expected);
+}
+
+TEST_F(CorpusReaderTest, JsonTextIsCutIntoPiecesLikePlainText) {
+  std::string line;
+  for (int i = 0; i < 300; ++i) absl::StrAppend(&line, "word", i, " ");
+  CorpusOptions options;
+  options.max_piece_bytes = 100;
+  auto expected = ReadAll(Write("long.txt", line + "\n"), options);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_GT(expected->size(), 10u);
+  auto got = ReadAll(Write("long.jsonl", "{\"text\": \"" + line + "\"}\n"), options);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, *expected);
+}
+
+TEST_F(CorpusReaderTest, TextFieldIsADottedPath) {
+  CorpusOptions options;
+  options.text_field = "meta.body";
+  auto got = ReadAll(Write("nested.jsonl",
+                           "{\"meta\": {\"body\": \"one\\ntwo\"}, \"text\": 5}\n"
+                           "{\"meta\": {\"body\": \"three\"}}\n"),
+                     options);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<Piece>{{"one", true}, {"two", false}, {"three", true}}));
+}
+
+TEST_F(CorpusReaderTest, FormatAutoReadsTextUnlessTheFirstLineStartsWithABrace) {
+  auto text = ReadAll(Write("notes.txt", "\n  \nplain {braces} here\n{\"text\": \"x\"}\n"), {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text,
+            (std::vector<Piece>{{"plain {braces} here", true}, {"{\"text\": \"x\"}", false}}));
+  // --format=text reads JSON lines as text, when that is what is wanted.
+  CorpusOptions as_text;
+  as_text.format = "text";
+  auto raw = ReadAll(Write("raw.jsonl", "{\"text\": \"x\"}\n"), as_text);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(*raw, (std::vector<Piece>{{"{\"text\": \"x\"}", true}}));
+}
+
+TEST_F(CorpusReaderTest, MalformedJsonLinesAreOneLineErrorsNamingFileAndLine) {
+  struct Case {
+    std::string second_line;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"this is not json", ":2: not a JSON object: syntax error at byte"},
+      {"{\"text\": \"unterminated}", ":2: not a JSON object: syntax error"},
+      {"[\"text\"]", ":2: not a JSON object but an array"},
+      {"{\"id\": 7, \"body\": \"x\"}",
+       ":2: no field \"text\" (--text_field); the line's keys: body, id"},
+      {"{\"text\": 42}", ":2: field \"text\" is a number, not a string"},
+      {"{\"text\": null}", ":2: field \"text\" is null, not a string"},
+      {"{\"text\": [\"a\"]}", ":2: field \"text\" is an array, not a string"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const std::string path = Write(absl::StrCat("bad", i++, ".jsonl.zst"),
+                                   ZstdCompress("{\"text\": \"fine\"}\n" + c.second_line + "\n"));
+    auto got = ReadAll(path, {});
+    ASSERT_FALSE(got.ok()) << c.second_line;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(Message(got.status()).find(path + c.message), std::string::npos) << got.status();
+    EXPECT_EQ(Message(got.status()).find('\n'), std::string::npos);
+  }
+  CorpusOptions nested;
+  nested.text_field = "meta.body";
+  const std::string path = Write("flat.jsonl", "{\"meta\": \"flat\"}\n");
+  auto got = ReadAll(path, nested);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(Message(got.status()).find(path + ":1: field \"meta\" is a string, not an object"),
+            std::string::npos)
+      << got.status();
+}
+
+TEST_F(CorpusReaderTest, InvalidUtf8JsonLinesFollowStrictUtf8) {
+  const std::string path =
+      Write("utf8.jsonl", "{\"text\": \"good\"}\n{\"text\": \"bad \xFF\"}\n{\"text\": \"ok\"}\n");
+  CorpusStats stats;
+  auto got = ReadAll(path, {}, &stats);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, (std::vector<Piece>{{"good", true}, {"ok", true}}));
+  EXPECT_EQ(stats.invalid_utf8_lines, 1);
+  CorpusOptions strict;
+  strict.strict_utf8 = true;
+  got = ReadAll(path, strict);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(Message(got.status()).find(path + ":2: invalid UTF-8 at byte 14"), std::string::npos)
+      << got.status();
+}
+
+TEST_F(CorpusReaderTest, BadFormatFlagsAreRefused) {
+  CorpusOptions bad;
+  bad.format = "parquet";
+  auto r = CorpusReader::Open(Write("x.txt", "x\n"), bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Message(r.status()).find("--format=parquet: must be auto, text or jsonl"),
+            std::string::npos);
+  bad.format = "auto";
+  bad.text_field = "meta..body";
+  r = CorpusReader::Open(Write("y.txt", "x\n"), bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Message(r.status()).find("--text_field=meta..body"), std::string::npos);
+}
+
+TEST_F(CorpusReaderTest, ZstdIsReadByMagicBytesWhateverTheName) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) {
+    absl::StrAppend(&text, "line ", i, " of a zstd corpus", i % 7 == 6 ? "\n\n" : "\n");
+  }
+  auto expected = ReadAll(Write("z.txt", text), {});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (const std::string name : {"z.zst", "z.txt.zst", "misnamed.txt", "misnamed.gz", "noext"}) {
+    auto got = ReadAll(Write(name, ZstdCompress(text)), {});
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    EXPECT_EQ(*got, *expected) << name;
+  }
+  // Concatenated frames (`cat a.zst b.zst`), and a skippable frame before them.
+  const size_t half = text.size() / 2;
+  const std::string skippable(
+      "\x50\x2A\x4D\x18\x04\x00\x00\x00"
+      "abcd",
+      12);
+  auto cat = ReadAll(Write("cat.zst", skippable + ZstdCompress(text.substr(0, half)) +
+                                          ZstdCompress(text.substr(half))),
+                     {});
+  ASSERT_TRUE(cat.ok()) << cat.status();
+  EXPECT_EQ(*cat, *expected);
+  // gzip and xz under a .txt name are read as what they are, too.
+  auto gz = ReadAll(Write("gz_named.txt", GzipCompress(text)), {});
+  ASSERT_TRUE(gz.ok()) << gz.status();
+  EXPECT_EQ(*gz, *expected);
+}
+
+TEST_F(CorpusReaderTest, TruncatedOrCorruptZstdNamesTheFile) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&text, "line number ", i, " of the corpus\n");
+  const std::string zst = ZstdCompress(text);
+  for (size_t keep : {zst.size() - 1, zst.size() / 2, size_t{6}}) {
+    const std::string path = Write(absl::StrCat("truncated", keep, ".txt"), zst.substr(0, keep));
+    auto got = ReadAll(path, {});
+    ASSERT_FALSE(got.ok()) << keep;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(Message(got.status()).find(path + ": truncated zstd data at compressed byte offset "),
+              std::string::npos)
+        << got.status();
+  }
+  std::string flipped = zst;
+  for (size_t i = zst.size() / 2; i < zst.size() / 2 + 8; ++i) flipped[i] ^= 0x55;
+  const std::string path = Write("flipped.zst", flipped);
+  auto got = ReadAll(path, {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(Message(got.status()).find(path + ": corrupt zstd data"), std::string::npos)
+      << got.status();
+  const std::string plain = Write("plain.zst", "not compressed\n");
+  auto r = CorpusReader::Open(plain);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Message(r.status()).find(plain + ": corrupt zst data at compressed byte offset 0"),
+            std::string::npos)
+      << r.status();
+}
+
+TEST_F(CorpusReaderTest, CompressionsGmlpDoesNotReadAreRefusedNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {std::string("BZh91AY&SY\x01\x02", 12), "is bzip2 data; decompress it"},
+      {std::string("\x04\x22\x4D\x18\x64\x40\xA7", 7), "is LZ4 data"},
+      {std::string("PK\x03\x04\x14\x00", 6), "is a zip archive"},
+      {std::string("7z\xBC\xAF\x27\x1C\x00\x04", 8), "is a 7-Zip archive"},
+      {std::string("PAR1\x15\x04", 6), "is a Parquet file; convert it to JSON lines"},
+  };
+  int i = 0;
+  for (const auto& [bytes, what] : cases) {
+    const std::string path = Write(absl::StrCat("corpus", i++, ".txt"), bytes + "more bytes\n");
+    auto r = CorpusReader::Open(path);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(Message(r.status()).find(path + ": " + what), std::string::npos) << r.status();
+    EXPECT_NE(Message(r.status()).find("gmlp reads plain text, gzip, xz and zstd"),
+              std::string::npos);
+  }
+  // Text that merely starts with such letters is text.
+  auto text = ReadAll(Write("bzh.txt", "BZh, PAR1 and LZIP are words here.\n"), {});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->size(), 1u);
 }
 
 TEST(Utf8Test, AcceptsWellFormedAndRejectsEachIllFormedKind) {

@@ -1,4 +1,4 @@
-// Fixtures shared by the tokenizer tests: temporary directories, gzip/xz writers, a generated
+// Fixtures shared by the tokenizer tests: temporary directories, gzip/xz/zstd writers, a generated
 // pseudo-English corpus.
 #ifndef GMLP_TESTS_TOKENIZER_TEST_UTIL_H_
 #define GMLP_TESTS_TOKENIZER_TEST_UTIL_H_
@@ -6,6 +6,7 @@
 #include <lzma.h>
 #include <stdlib.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <random>
@@ -46,6 +47,15 @@ inline std::string XzCompress(absl::string_view text) {
                                     reinterpret_cast<uint8_t*>(out.data()), &pos, out.size()),
             LZMA_OK);
   out.resize(pos);
+  return out;
+}
+
+// One zstd frame holding `text` (libzstd, level 3).
+inline std::string ZstdCompress(absl::string_view text, int level = 3) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), level);
+  EXPECT_FALSE(ZSTD_isError(n)) << ZSTD_getErrorName(n);
+  out.resize(ZSTD_isError(n) ? 0 : n);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -220,6 +221,95 @@ class XzSource : public ByteSource {
   bool done_ = false;
 };
 
+class ZstdSource : public ByteSource {
+ public:
+  explicit ZstdSource(std::unique_ptr<RawFile> file)
+      : file_(std::move(file)), in_(ZSTD_DStreamInSize()), ds_(ZSTD_createDStream()) {}
+  ~ZstdSource() override { ZSTD_freeDStream(ds_); }
+
+  absl::StatusOr<size_t> Read(char* dst, size_t n) override {
+    if (ds_ == nullptr) {
+      return absl::InternalError(absl::StrCat(file_->path(), ": zstd init failed"));
+    }
+    if (done_ || n == 0) return 0;
+    ZSTD_outBuffer out{dst, n, 0};
+    while (out.pos < out.size) {
+      if (input_.pos == input_.size && !input_eof_) {
+        GMLP_ASSIGN_OR_RETURN(size_t r, file_->Read(in_.data(), in_.size()));
+        if (r == 0) input_eof_ = true;
+        input_ = ZSTD_inBuffer{in_.data(), r, 0};
+      }
+      const bool ended = input_.pos == input_.size && input_eof_;
+      if (ended && !in_frame_) {  // concatenated frames are one stream; it may end between them
+        done_ = true;
+        break;
+      }
+      const size_t in_before = input_.pos;
+      const size_t out_before = out.pos;
+      const size_t rc = ZSTD_decompressStream(ds_, &out, &input_);
+      consumed_ += input_.pos - in_before;
+      if (ZSTD_isError(rc)) {
+        return absl::DataLossError(
+            absl::StrCat(file_->path(), ": corrupt zstd data near compressed byte offset ",
+                         consumed_, " (libzstd: ", ZSTD_getErrorName(rc),
+                         "); re-create or re-download the file (`zstd -t FILE` checks it)"));
+      }
+      in_frame_ = rc != 0;  // 0: a frame just ended and is flushed
+      if (ended && in_frame_ && out.pos == out_before) {
+        return absl::DataLossError(absl::StrCat(
+            file_->path(), ": truncated zstd data at compressed byte offset ", consumed_,
+            "; the file is incomplete: re-create or re-download it (`zstd -t FILE` checks it)"));
+      }
+    }
+    return out.pos;
+  }
+  const char* format() const override { return "zstd"; }
+
+ private:
+  std::unique_ptr<RawFile> file_;
+  std::vector<char> in_;
+  ZSTD_DStream* ds_;
+  ZSTD_inBuffer input_{nullptr, 0, 0};
+  bool input_eof_ = false;
+  bool in_frame_ = false;
+  bool done_ = false;
+  uint64_t consumed_ = 0;
+};
+
+// Formats gmlp recognises but does not read: what the file is and what to do instead.
+const char* UnreadFormat(const std::string& head) {
+  auto starts = [&head](const char* magic, size_t n) {
+    return head.size() >= n && std::memcmp(head.data(), magic, n) == 0;
+  };
+  // Magic numbers that text could begin with are checked further (bzip2's block or end-of-stream
+  // magic, lzip's version byte, a Parquet page header), so prose starting "BZh" or "PAR1" reads.
+  if (head.size() >= 10 && starts("BZh", 3) && head[3] >= '1' && head[3] <= '9' &&
+      (std::memcmp(head.data() + 4, "1AY&SY", 6) == 0 ||
+       std::memcmp(head.data() + 4, "\x17rE8P\x90", 6) == 0)) {
+    return "bzip2 data; decompress it (`bunzip2 -k FILE`) or recompress it";
+  }
+  if (starts("\x04\x22\x4D\x18", 4)) {
+    return "LZ4 data; decompress it (`lz4 -d FILE`) or recompress it";
+  }
+  if (starts("PK\x03\x04", 4)) {
+    return "a zip archive; extract its files (`unzip FILE`) and pass them";
+  }
+  if (starts("7z\xBC\xAF\x27\x1C", 6)) {
+    return "a 7-Zip archive; extract its files (`7z x FILE`) and pass them";
+  }
+  if (starts("\x1F\x9D", 2)) {
+    return "compress (.Z) data; decompress it (`uncompress FILE`) or recompress it";
+  }
+  if (starts("LZIP\x01", 5)) return "lzip data; decompress it (`lzip -d FILE`) or recompress it";
+  if (starts("PAR1\x15", 5)) {
+    return "a Parquet file; convert it to JSON lines first (scripts/parquet_to_jsonl.py)";
+  }
+  if (head.size() >= 262 && std::memcmp(head.data() + 257, "ustar", 5) == 0) {
+    return "a tar archive; extract its files (`tar xf FILE`) and pass them";
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ByteSource>> ByteSource::Open(const std::string& path) {
@@ -244,18 +334,32 @@ absl::StatusOr<std::unique_ptr<ByteSource>> ByteSource::Open(const std::string& 
   }
   auto file = std::make_unique<RawFile>(path, fd);
   std::string head;
-  GMLP_RETURN_IF_ERROR(file->Peek(6, &head));
-  const bool gzip = head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
-                    static_cast<unsigned char>(head[1]) == 0x8b;
-  const bool xz = head.size() >= 6 && std::memcmp(head.data(),
-                                                  "\xFD"
-                                                  "7zXZ\0",
-                                                  6) == 0;
+  GMLP_RETURN_IF_ERROR(file->Peek(262, &head));
+  auto starts = [&head](const char* magic, size_t n) {
+    return head.size() >= n && std::memcmp(head.data(), magic, n) == 0;
+  };
+  const bool gzip = starts("\x1F\x8B", 2);
+  const bool xz = starts(
+      "\xFD"
+      "7zXZ\0",
+      6);
+  // A zstd frame, or a skippable frame (magic 0x184D2A50..5F, little-endian) that one may start.
+  const bool zstd = starts("\x28\xB5\x2F\xFD", 4) ||
+                    (head.size() >= 4 && (static_cast<unsigned char>(head[0]) & 0xF0) == 0x50 &&
+                     std::memcmp(head.data() + 1, "\x2A\x4D\x18", 3) == 0);
   if (gzip) return std::unique_ptr<ByteSource>(new GzipSource(std::move(file)));
   if (xz) return std::unique_ptr<ByteSource>(new XzSource(std::move(file)));
-  if (absl::EndsWith(path, ".gz") || absl::EndsWith(path, ".xz")) {
+  if (zstd) return std::unique_ptr<ByteSource>(new ZstdSource(std::move(file)));
+  if (const char* what = UnreadFormat(head)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is ", what,
+                     " (gmlp reads plain text, gzip, xz and zstd, recognised by their "
+                     "first bytes)"));
+  }
+  for (const char* ext : {".gz", ".xz", ".zst"}) {
+    if (!absl::EndsWith(path, ext)) continue;
     return absl::DataLossError(absl::StrCat(
-        path, ": corrupt ", path.substr(path.size() - 2),
+        path, ": corrupt ", ext + 1,
         " data at compressed byte offset 0 (the file does not start with the format's magic "
         "bytes); re-create or re-download it, or rename it if it is plain text"));
   }

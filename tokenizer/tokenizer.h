@@ -40,7 +40,9 @@ struct TrainOptions {
   int32_t max_sentence_length = 8192;
   // Invalid UTF-8 lines are counted and skipped unless this is set (then they are an error).
   bool strict_utf8 = false;
-  bool verbose = false;  // show SentencePiece's own training log on stderr
+  std::string format = "auto";      // corpus format: auto | text | jsonl (see CorpusOptions)
+  std::string text_field = "text";  // JSONL: the text's field, a dotted path
+  bool verbose = false;             // show SentencePiece's own training log on stderr
   // Called with a one-line progress message after the corpus is read (training can then take
   // minutes); not a knob, so no flag or JSON key.
   std::function<void(absl::string_view)> on_progress;
@@ -69,6 +71,12 @@ struct TrainOptions {
           "longer lines are cut at whitespace into sentences of at most this many bytes.");
     visit("strict_utf8", self.strict_utf8,
           "stop at the first line of invalid UTF-8 (default: count and skip such lines).");
+    visit("format", self.format,
+          "input format: auto (JSON lines when the first non-blank line starts with {), text "
+          "(plain text or WikiExtractor <doc> blocks) or jsonl (one JSON object per line).");
+    visit("text_field", self.text_field,
+          "JSONL: the field holding the document text; a dotted path for nested objects "
+          "(meta.body).");
     visit("verbose", self.verbose, "show SentencePiece's training log.");
   }
 };

@@ -99,6 +99,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_threads is ", o.num_threads, "; use 0 (all cores) or more"));
   }
+  GMLP_RETURN_IF_ERROR(ValidateCorpusFormat(o.format, o.text_field));
   if (o.max_sentence_length < 64) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_sentence_length is ", o.max_sentence_length, "; use at least 64"));
@@ -121,6 +122,8 @@ absl::Status Train(const TrainOptions& options, TrainStats* stats_out) {
   CorpusOptions corpus_options;
   corpus_options.max_piece_bytes = options.max_sentence_length;
   corpus_options.strict_utf8 = options.strict_utf8;
+  corpus_options.format = options.format;
+  corpus_options.text_field = options.text_field;
   std::string text;
   for (const std::string& file : files) {
     GMLP_ASSIGN_OR_RETURN(std::unique_ptr<CorpusReader> reader,

@@ -1,4 +1,5 @@
-// CorpusReader over a fuzzed corpus file, plain or compressed (recognised by its magic bytes):
+// CorpusReader over a fuzzed corpus file, plain or gzip/xz/zstd (recognised by its magic bytes),
+// text or JSON lines (format auto: seeds starting with `{` take the JSONL path):
 // what `gmlp tokenizer train`, `gmlp prepare` and `gmlp probe` read.
 #include <string>
 
