@@ -198,7 +198,8 @@ class CorpusReaderImpl : public CorpusReader {
 
   // Parses line_ and puts the string at text_path_ into doc_.
   absl::Status ExtractText() {
-    const std::string where = absl::StrCat(path_, ":", stats_.lines, ": ");
+    // Built only for an error: this runs once per document.
+    auto where = [this] { return absl::StrCat(path_, ":", stats_.lines, ": "); };
     const char* how = options_.format == "auto"
                           ? " (read as JSON lines because the file's first line starts with `{`)"
                           : "";
@@ -207,21 +208,21 @@ class CorpusReaderImpl : public CorpusReader {
       j = nlohmann::json::parse(line_);
     } catch (const nlohmann::json::parse_error& e) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, "not a JSON object: syntax error at byte ", e.byte, " of the line", how,
+          where(), "not a JSON object: syntax error at byte ", e.byte, " of the line", how,
           "; fix or remove the line, or pass --format=text to read the file as plain text"));
     }
     if (!j.is_object()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, "not a JSON object but ", TypeWords(j), how,
+          absl::StrCat(where(), "not a JSON object but ", TypeWords(j), how,
                        "; each line must be an object like {\"", options_.text_field,
                        "\": \"...\"}, or pass --format=text to read the file as plain text"));
     }
-    const nlohmann::json* v = &j;
+    nlohmann::json* v = &j;
     for (size_t i = 0; i < text_path_.size(); ++i) {
-      const std::string prefix = absl::StrJoin(text_path_.begin(), text_path_.begin() + i, ".");
+      auto prefix = [&] { return absl::StrJoin(text_path_.begin(), text_path_.begin() + i, "."); };
       if (!v->is_object()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, "field \"", prefix, "\" is ", TypeWords(*v),
+            absl::StrCat(where(), "field \"", prefix(), "\" is ", TypeWords(*v),
                          ", not an object, so it has no \"", options_.text_field,
                          "\" (--text_field); pass --text_field=<the dotted path of the text>"));
       }
@@ -230,8 +231,8 @@ class CorpusReaderImpl : public CorpusReader {
         std::vector<std::string> keys;
         for (auto k = v->begin(); k != v->end() && keys.size() < 8; ++k) keys.push_back(k.key());
         return absl::InvalidArgumentError(absl::StrCat(
-            where, "no field \"", options_.text_field, "\" (--text_field)",
-            i > 0 ? absl::StrCat("; \"", prefix, "\" has keys: ") : "; the line's keys: ",
+            where(), "no field \"", options_.text_field, "\" (--text_field)",
+            i > 0 ? absl::StrCat("; \"", prefix(), "\" has keys: ") : "; the line's keys: ",
             keys.empty() ? "(none)" : absl::StrJoin(keys, ", "),
             "; pass --text_field=<the dotted path of the text, e.g. meta.body>"));
       }
@@ -239,10 +240,10 @@ class CorpusReaderImpl : public CorpusReader {
     }
     if (!v->is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, "field \"", options_.text_field, "\" is ", TypeWords(*v),
+          where(), "field \"", options_.text_field, "\" is ", TypeWords(*v),
           ", not a string; pass --text_field naming the field that holds the document text"));
     }
-    doc_ = v->get_ref<const std::string&>();
+    doc_ = std::move(v->get_ref<std::string&>());  // j is discarded
     return absl::OkStatus();
   }
 
