@@ -45,8 +45,9 @@ struct TokenizerFlags {
 
 void AddFlags(TokenizerFlags* f, FlagSet* flags) {
   flags->Add("input", &f->inputs,
-             "Text files or globs, comma-separated (train: default the shared Wikipedia extract; "
-             "encode: default '-' = stdin).");
+             "Text files or globs, comma-separated; plain, .gz, .xz or .zst (train: text or JSON "
+             "lines, default the shared Wikipedia extract; encode: line by line, default '-' = "
+             "stdin).");
   flags->AddFields(f->train, "train: ");
   flags->Add("model", &f->model, "encode: the SentencePiece .model to encode with.");
   flags->Add("output", &f->output, "encode: output file ('-' = stdout).");
