@@ -130,6 +130,11 @@ void FlagSet::AddCustom(absl::string_view name, absl::string_view help, std::str
       {std::string(name), std::string(help), std::move(default_text), is_bool, std::move(set)});
 }
 
+void FlagSet::SetDefaultText(absl::string_view name, std::string default_text) {
+  Flag* flag = Find(name);
+  if (flag != nullptr) flag->default_text = std::move(default_text);
+}
+
 FlagSet::Flag* FlagSet::Find(absl::string_view name) {
   for (Flag& f : flags_) {
     if (f.name == name) return &f;

@@ -65,6 +65,9 @@ class FlagSet {
   // Registers a flag with its own setter (e.g. one flag that sets two fields).
   void AddCustom(absl::string_view name, absl::string_view help, std::string default_text,
                  bool is_bool, Setter set);
+  // The default --help shows for an added --name, when the run derives it from other flags and
+  // the field holds "" (e.g. "<out_dir>/tb").
+  void SetDefaultText(absl::string_view name, std::string default_text);
 
   struct Parsed {
     bool help = false;                    // --help, -h, --helpfull or --helpshort was given

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -17,6 +18,7 @@
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
+#include "common/tensorboard.h"
 #include "finetune/metrics.h"
 #include "finetune/saved_model.h"
 #include "model/config.h"
@@ -357,6 +359,40 @@ absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
   return seeds;
 }
 
+std::string TensorboardDir(const FinetuneJob& job) {
+  if (job.tensorboard_dir == "none") return "";
+  if (job.tensorboard_dir.empty()) return JoinPath(job.output, "tb");
+  return job.tensorboard_dir;
+}
+
+namespace {
+
+// Every number under `j`, tagged `tag`/<key path>.
+void AddNumbers(const nlohmann::json& j, const std::string& tag, Scalars* out) {
+  if (j.is_number()) out->emplace_back(tag, j.get<double>());
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) AddNumbers(value, absl::StrCat(tag, "/", key), out);
+}
+
+}  // namespace
+
+std::map<int64_t, Scalars> SeedScalars(uint64_t seed, const nlohmann::json& seed_json) {
+  const std::string prefix = absl::StrCat("seed-", seed);
+  std::map<int64_t, Scalars> out;
+  for (const nlohmann::json& e : seed_json.value("epochs", nlohmann::json::array())) {
+    Scalars& scalars = out[e.value("epoch", int64_t{0})];
+    for (const auto& [key, value] : e.items()) {
+      if (key == "epoch") continue;
+      AddNumbers(value, key == "metrics" ? prefix : absl::StrCat(prefix, "/", key), &scalars);
+    }
+  }
+  if (seed_json.contains("best")) {
+    AddNumbers(seed_json["best"], prefix + "/best",
+               &out[seed_json.value("best_epoch", int64_t{0})]);
+  }
+  return out;
+}
+
 nlohmann::json SummarizeSeeds(const std::vector<SeedResult>& seeds) {
   nlohmann::json summary = nlohmann::json::object();
   if (seeds.empty()) return summary;
@@ -411,6 +447,22 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
   result.task = task.name;
   SeedRun best;
   bool have_best = false;
+  // TensorBoard: each epoch as it ends, and each seed's best-epoch metrics (SeedScalars, from
+  // the JSON results.json is made of). A rerun writes every seed again (a reused one from its
+  // result.json) after a restart marker at step 0, so what earlier event files there hold is
+  // dropped by TensorBoard, as results.json is replaced.
+  std::unique_ptr<EventWriter> events;
+  if (const std::string dir = TensorboardDir(job); !dir.empty()) {
+    GMLP_ASSIGN_OR_RETURN(events, EventWriter::Open(dir));
+    GMLP_RETURN_IF_ERROR(events->WriteStart(0));
+  }
+  auto log_scalars = [&events](uint64_t seed, const nlohmann::json& seed_json) -> absl::Status {
+    if (events == nullptr) return absl::OkStatus();
+    for (const auto& [step, scalars] : SeedScalars(seed, seed_json)) {
+      GMLP_RETURN_IF_ERROR(events->WriteScalars(step, scalars));
+    }
+    return absl::OkStatus();
+  };
   for (uint64_t seed : job.seeds) {
     const std::string seed_dir = SeedPredictionsDir(job.output, seed);
     const std::string seed_json = JoinPath(seed_dir, kSeedResultFile);
@@ -429,8 +481,12 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
                    task.name.c_str(), static_cast<unsigned long long>(seed), seed_json.c_str());
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      GMLP_ASSIGN_OR_RETURN(run, FinetuneSeed(task, encoder.make, data.train, data.evals,
-                                              data.tests, job.options, seed));
+      GMLP_ASSIGN_OR_RETURN(
+          run, FinetuneSeed(
+                   task, encoder.make, data.train, data.evals, data.tests, job.options, seed,
+                   [&](const EpochResult& er) {
+                     return log_scalars(seed, {{"epochs", nlohmann::json::array({er.ToJson()})}});
+                   }));
       run.result.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, run.result, seed_dir));
@@ -438,6 +494,9 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
         GMLP_RETURN_IF_ERROR(WriteFileAtomic(seed_json, run.result.ToJson().dump(2) + "\n"));
       }
     }
+    nlohmann::json logged = run.result.ToJson();
+    if (!run.result.resumed) logged.erase("epochs");  // logged as they ended
+    GMLP_RETURN_IF_ERROR(log_scalars(seed, logged));
     result.seeds.push_back(run.result);
     result.seeds.back().predictions.clear();
     if (!have_best || run.result.selection_score > best.result.selection_score) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/tensorboard.h"
 #include "finetune/trainer.h"
 
 namespace gmlp::finetune {
@@ -26,6 +27,9 @@ struct FinetuneJob {
   std::string preset;     // only without init: train from scratch (loudly warned)
   std::string tokenizer;  // only without init: the SentencePiece .model to tokenize with
   std::string output = "runs/finetune";
+  // TensorBoard event files of every seed's epochs: "" = <output>/tb, "none" = none
+  // (TensorboardDir).
+  std::string tensorboard_dir;
   std::vector<uint64_t> seeds = {1};
   int64_t max_train_examples = 0;  // > 0: a fixed random subset (same for every seed)
   int64_t max_eval_examples = 0;   // > 0: first N examples of each eval split
@@ -72,6 +76,10 @@ struct FinetuneJob {
           "only without --init: the SentencePiece .model to tokenize with");
     visit("output", self.output,
           "output directory: results.json, predictions/, submission/, model/");
+    visit("tensorboard_dir", self.tensorboard_dir,
+          "TensorBoard event files of every seed's per-epoch scalars of results.json "
+          "(seed-<s>/train_loss, seed-<s>/<split>/<metric>, ...); empty = <output>/tb, none = "
+          "off");
     visit("seeds", self.seeds, "comma-separated seeds, one finetuning run each (e.g. 1,2,3)");
     visit("max_train_examples", self.max_train_examples,
           "> 0: train on a fixed random subset of this many examples");
@@ -125,6 +133,16 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job);
 // The task `job` runs: its GLUE task or its task spec file (exactly one must be set), made
 // second-segment-only when the job asks.
 absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job);
+
+// Where the job writes TensorBoard event files: job.tensorboard_dir, <output>/tb when that is
+// empty, "" (none) when it is "none".
+std::string TensorboardDir(const FinetuneJob& job);
+
+// The TensorBoard scalars of one seed's result as results.json holds it: every number of each
+// epoch's entry (train_loss, padding, metrics/<split>/<metric>) tagged seed-<s>/<key path>
+// (the metrics level left out: seed-1/dev/accuracy) at step = the epoch, and every number of
+// "best" as seed-<s>/best/<split>/<metric> at the best epoch. Step -> scalars.
+std::map<int64_t, Scalars> SeedScalars(uint64_t seed, const nlohmann::json& seed_json);
 
 // <output>/predictions/seed-<seed>: one seed's <eval split>.tsv files.
 std::string SeedPredictionsDir(const std::string& output, uint64_t seed);

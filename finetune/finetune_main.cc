@@ -28,6 +28,7 @@ int FinetuneMain(int argc, char** argv) {
   };
   finetune::FinetuneJob::ForEachField(job, add);
   finetune::FinetuneOptions::ForEachField(job.options, add);
+  flags.SetDefaultText("tensorboard_dir", "<output>/tb");
   ParseSubcommandFlags(flags, argc, argv);
   auto result = finetune::RunFinetune(job);
   if (!result.ok()) return Fail(argv[0], result.status());

@@ -85,6 +85,10 @@ nlohmann::json FinetuneOptions::ToJson() const {
   return j;
 }
 
+nlohmann::json EpochResult::ToJson() const {
+  return {{"epoch", epoch}, {"train_loss", train_loss}, {"padding", padding}, {"metrics", metrics}};
+}
+
 nlohmann::json SeedResult::ToJson() const {
   nlohmann::json j = {{"seed", seed},
                       {"best_epoch", best_epoch},
@@ -92,12 +96,7 @@ nlohmann::json SeedResult::ToJson() const {
                       {"best", best},
                       {"seconds", seconds}};
   j["epochs"] = nlohmann::json::array();
-  for (const EpochResult& e : epochs) {
-    j["epochs"].push_back({{"epoch", e.epoch},
-                           {"train_loss", e.train_loss},
-                           {"padding", e.padding},
-                           {"metrics", e.metrics}});
-  }
+  for (const EpochResult& e : epochs) j["epochs"].push_back(e.ToJson());
   return j;
 }
 
@@ -329,7 +328,8 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
                                      const std::vector<EncodedExample>& train,
                                      const std::vector<EncodedSplit>& evals,
                                      const std::vector<EncodedSplit>& predict,
-                                     const FinetuneOptions& options, uint64_t seed) {
+                                     const FinetuneOptions& options, uint64_t seed,
+                                     const EpochCallback& on_epoch) {
   GMLP_RETURN_IF_ERROR(options.Validate());
   if (train.empty()) return absl::InvalidArgumentError("no training examples");
   if (evals.empty()) return absl::InvalidArgumentError("no eval split to select epochs on");
@@ -362,6 +362,7 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
     GMLP_ASSIGN_OR_RETURN(er.metrics[split.name], Score(task, split.examples, p));
     const double score = er.metrics[split.name][task.primary_metric()];
     if (!options.quiet) LogEpoch(task, seed, er);
+    if (on_epoch) GMLP_RETURN_IF_ERROR(on_epoch(er));
     if (score > run.result.selection_score) {
       run.result.selection_score = score;
       run.result.best_epoch = epoch;

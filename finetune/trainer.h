@@ -78,6 +78,7 @@ struct EpochResult {
   double train_loss = 0;
   double padding = 0;    // fraction of the training batches' positions that were padding
   SplitMetrics metrics;  // the selection split (eval[0]) only
+  nlohmann::json ToJson() const;  // as in results.json's "epochs"
 };
 
 // Predictions of one split at the best epoch: class index (or score) per example, in file order.
@@ -112,6 +113,9 @@ struct SeedRun {
   model::SequenceClassifier classifier{nullptr};  // best-epoch weights, in eval mode
 };
 
+// Called with each epoch's result as it ends (its error stops the seed).
+using EpochCallback = std::function<absl::Status(const EpochResult&)>;
+
 // Finetunes one seed: seeds torch (head init, dropout) and the data order with `seed`, trains
 // `options.epochs` epochs on `train`, evaluates every split of `evals` (metrics of `task`) after
 // each, keeps the best epoch by evals[0] and predicts `predict` (unlabeled splits) with it.
@@ -119,7 +123,8 @@ absl::StatusOr<SeedRun> FinetuneSeed(const TaskSpec& task, const EncoderFactory&
                                      const std::vector<EncodedExample>& train,
                                      const std::vector<EncodedSplit>& evals,
                                      const std::vector<EncodedSplit>& predict,
-                                     const FinetuneOptions& options, uint64_t seed);
+                                     const FinetuneOptions& options, uint64_t seed,
+                                     const EpochCallback& on_epoch = nullptr);
 
 // The order of one training epoch: `shuffled` (a permutation of `examples`' indices) regrouped
 // so that each batch of `batch_size` holds examples of similar length (FinetuneOptions::

@@ -17,7 +17,8 @@
 namespace gmlp::pretrain {
 
 absl::StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& path,
-                                                             int64_t keep_through_step) {
+                                                             int64_t keep_through_step,
+                                                             const std::string& tensorboard_dir) {
   std::string kept;
   double kept_elapsed_s = 0;
   if (keep_through_step >= 0 && PathExists(path)) {
@@ -36,7 +37,12 @@ absl::StatusOr<std::unique_ptr<MetricsLog>> MetricsLog::Open(const std::string& 
   if (f == nullptr) {
     return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for appending"));
   }
-  return std::unique_ptr<MetricsLog>(new MetricsLog(path, f, kept_elapsed_s));
+  std::unique_ptr<MetricsLog> log(new MetricsLog(path, f, kept_elapsed_s));
+  if (!tensorboard_dir.empty()) {
+    GMLP_ASSIGN_OR_RETURN(log->events_, EventWriter::Open(tensorboard_dir));
+    GMLP_RETURN_IF_ERROR(log->events_->WriteStart(keep_through_step + 1));
+  }
+  return log;
 }
 
 MetricsLog::~MetricsLog() {
@@ -49,7 +55,12 @@ absl::Status MetricsLog::Write(const nlohmann::json& record) {
     return absl::ResourceExhaustedError(
         absl::StrCat(path_, ": cannot append metrics (disk full?)"));
   }
-  return absl::OkStatus();
+  if (events_ == nullptr) return absl::OkStatus();
+  Scalars scalars;
+  for (const auto& [key, value] : record.items()) {
+    if (key != "step" && value.is_number()) scalars.emplace_back(key, value.get<double>());
+  }
+  return events_->WriteScalars(record.value("step", int64_t{0}), scalars);
 }
 
 Progress::Progress(std::FILE* stream) : stream_(stream), tty_(::isatty(::fileno(stream)) != 0) {}

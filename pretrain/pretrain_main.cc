@@ -62,6 +62,7 @@ int PretrainMain(int argc, char** argv) {
             "many times (as torchrun --max-restarts); each start continues from the last "
             "checkpoint.");
   flags.AddFields(train);
+  flags.SetDefaultText("tensorboard_dir", "<out_dir>/tb");
   const std::vector<std::string> positional = ParseSubcommandFlags(flags, argc, argv);
   if (!positional.empty()) {
     return Fail(argv[0], absl::InvalidArgumentError(

@@ -77,7 +77,8 @@ bool MayChangeOnResume(absl::string_view key) {
   static constexpr absl::string_view kMayChange[] = {
       "shard_dir",        "out_dir",    "steps",          "micro_batch",
       "log_every",        "eval_every", "eval_batches",   "checkpoint_every",
-      "keep_checkpoints", "bucket_mb",  "dist_timeout_s", "peak_gflops"};
+      "keep_checkpoints", "bucket_mb",  "dist_timeout_s", "peak_gflops",
+      "tensorboard_dir"};
   return std::find(std::begin(kMayChange), std::end(kMayChange), key) != std::end(kMayChange);
 }
 

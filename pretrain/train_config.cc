@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/field_json.h"
+#include "common/file_util.h"
 
 namespace gmlp::pretrain {
 
@@ -87,6 +88,12 @@ absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
     return bad("peak_gflops", peak_gflops, " must be finite and >= 0 (0 = measure)");
   }
   return absl::OkStatus();
+}
+
+std::string TensorboardDir(const TrainConfig& config) {
+  if (config.tensorboard_dir == "none") return "";
+  if (config.tensorboard_dir.empty()) return JoinPath(config.out_dir, "tb");
+  return config.tensorboard_dir;
 }
 
 absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size) {

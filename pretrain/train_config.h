@@ -24,6 +24,8 @@ struct TrainConfig {
   // Hugging Face BERT folder): the encoder's architecture and weights come from it, the MLM head
   // too when it has one; the optimizer starts fresh. "" = random init from the preset.
   std::string init;
+  // TensorBoard event files (rank 0): "" = <out_dir>/tb, "none" = none (TensorboardDir).
+  std::string tensorboard_dir;
 
   // Batch: global_batch = micro_batch x accumulation steps x world size (sequences per step).
   int64_t global_batch = 32;
@@ -72,6 +74,9 @@ struct TrainConfig {
           "Start from exported weights (a `gmlp export` folder, a .safetensors file it wrote, or "
           "a Hugging Face BERT folder): architecture and weights from there, fresh optimizer. "
           "Empty: random init from --preset.");
+    visit("tensorboard_dir", self.tensorboard_dir,
+          "TensorBoard event files of every metrics.jsonl scalar (rank 0); empty = "
+          "<out_dir>/tb, none = off.");
     visit("global_batch", self.global_batch,
           "Sequences per optimizer step over all ranks (= micro_batch x accumulation x ranks).");
     visit("micro_batch", self.micro_batch, "Sequences per rank per forward/backward.");
@@ -116,6 +121,10 @@ struct TrainConfig {
                                               absl::string_view origin = "training config");
   static absl::StatusOr<TrainConfig> FromJson(const nlohmann::json& j);
 };
+
+// Where the run writes TensorBoard event files: config.tensorboard_dir, <out_dir>/tb when that is
+// empty, "" (none) when it is "none".
+std::string TensorboardDir(const TrainConfig& config);
 
 // Micro-batches each rank runs per optimizer step; InvalidArgument (naming the flags) when
 // global_batch is not a multiple of micro_batch x world_size.

@@ -162,8 +162,9 @@ absl::Status Trainer::Init(const std::string& resume_from) {
   if (rank0) {
     GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(config_.out_dir, kConfigFile),
                                          options_.config_json.dump(2) + "\n"));
-    GMLP_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
-                                                     resume_from.empty() ? -1 : step_));
+    GMLP_ASSIGN_OR_RETURN(
+        metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
+                                   resume_from.empty() ? -1 : step_, TensorboardDir(config_)));
     if (elapsed_before_ < 0) elapsed_before_ = metrics_->kept_elapsed_s();
     // Which gmlp, LibTorch and device wrote the records that follow (a resumed run adds its own).
     GMLP_RETURN_IF_ERROR(metrics_->Write(

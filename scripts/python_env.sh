@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python side: one virtual environment outside the tree with PyPI's torch==2.11.0 (the
 # LibTorch `scripts/setup.sh --cuda` builds against, and its torchrun), the readers that prove
-# gmlp's outputs are what other tools expect (safetensors, transformers), and gmlp's own package
-# (python/, the PyTorch twin). Safe to re-run: installs only what is missing; python/ is
-# reinstalled every time (it is small and may have changed).
+# gmlp's outputs are what other tools expect (safetensors, transformers, tensorboard), and gmlp's
+# own package (python/, the PyTorch twin). Safe to re-run: installs only what is missing; python/
+# is reinstalled every time (it is small and may have changed).
 #
 #   bash scripts/python_env.sh            prints the environment's directory last
 #
@@ -18,7 +18,9 @@ TORCH_VERSION=2.11.0
 # Pinned: the versions the tests were written against (PyPI, 2026-12). sentencepiece: gmlp.Tokenizer
 # (python/). wheel: `pip install --no-build-isolation ./python` builds with the venv's setuptools
 # 65.5, whose bdist_wheel comes from wheel <= 0.44 (0.45 on defer to setuptools >= 70.1).
-READERS=(safetensors==0.8.0 transformers==5.25.0 sentencepiece==0.2.3 wheel==0.44.0)
+# tensorboard: its EventAccumulator reads gmlp's event files (tests/tensorboard_test.cc).
+READERS=(safetensors==0.8.0 transformers==5.25.0 sentencepiece==0.2.3 wheel==0.44.0
+         tensorboard==2.21.0)
 VENV=${GMLP_TORCH_VENV:-/var/cache/gmlp/torch-$TORCH_VERSION}
 PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
 

@@ -157,7 +157,11 @@ nlohmann::json FieldsJson(Config& config) {
 TEST(SubcommandHelpTest, PretrainShowsTrainConfigDefaults) {
   const auto help = HelpDefaults("pretrain");
   pretrain::TrainConfig defaults;
-  ExpectDefaultsMatch(help, defaults.ToJson(), "pretrain");
+  nlohmann::json fields = defaults.ToJson();
+  // Derived from --out_dir ("" in the field: TensorboardDir).
+  EXPECT_EQ(help.at("tensorboard_dir"), "<out_dir>/tb");
+  fields.erase("tensorboard_dir");
+  ExpectDefaultsMatch(help, fields, "pretrain");
   // The bug this guards against: finetune's --lr 0.0001 and --log_every 100 shown here.
   EXPECT_EQ(help.at("lr"), "0.001");
   EXPECT_EQ(help.at("log_every"), "10");
@@ -168,7 +172,10 @@ TEST(SubcommandHelpTest, PretrainShowsTrainConfigDefaults) {
 TEST(SubcommandHelpTest, FinetuneShowsJobAndOptionDefaults) {
   const auto help = HelpDefaults("finetune");
   finetune::FinetuneJob job;
-  ExpectDefaultsMatch(help, FieldsJson(job), "finetune job");
+  nlohmann::json fields = FieldsJson(job);
+  EXPECT_EQ(help.at("tensorboard_dir"), "<output>/tb");  // derived from --output
+  fields.erase("tensorboard_dir");
+  ExpectDefaultsMatch(help, fields, "finetune job");
   ExpectDefaultsMatch(help, FieldsJson(job.options), "finetune options");
   EXPECT_EQ(help.at("lr"), "0.0001");
   EXPECT_EQ(help.count("steps"), 0u);
