@@ -7,7 +7,10 @@
 #include "common/tensorboard.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -223,6 +226,32 @@ TEST(EventWriterTest, AnUnwritableDirectoryIsAnErrorNamingIt) {
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find(JoinPath(dir, "file")), absl::string_view::npos)
       << w.status();
+  testing::RemoveTempDir(dir);
+}
+
+// In a child: appends events to a new file in `dir` under a 300-byte file-size limit (a full
+// disk) until a write fails; 0 when the error names the file and the system's error.
+int AppendUntilFull(const std::string& dir) {
+  std::signal(SIGXFSZ, SIG_IGN);
+  const rlimit limit{300, 300};
+  ::setrlimit(RLIMIT_FSIZE, &limit);
+  auto w = EventWriter::Open(dir);
+  if (!w.ok()) return 2;
+  absl::Status st;
+  for (int64_t step = 1; st.ok() && step < 100; ++step) {
+    st = (*w)->WriteScalars(step, {{"loss", 1.0}, {"accuracy", 0.5}});
+  }
+  std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+  return absl::StrContains(st.message(), (*w)->path()) &&
+                 absl::StrContains(st.message(), "File too large")
+             ? 0
+             : 1;
+}
+
+TEST(EventWriterTest, AFullDiskIsAnErrorNamingTheFile) {
+  const std::string dir = testing::MakeTempDir("tensorboard_full");
+  EXPECT_EXIT(std::_Exit(AppendUntilFull(dir)), ::testing::ExitedWithCode(0),
+              "events.out.tfevents");
   testing::RemoveTempDir(dir);
 }
 
