@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -144,11 +145,18 @@ class TorchrunTest : public LaunchTest {
     }
   }
 
-  // `torchrun <launcher...> --no_python gmlp pretrain Args(out)`, started.
+  // `torchrun <launcher...> --no_python gmlp pretrain Args(out)`, started. Unless the launcher
+  // names its own endpoint, a free --master_port is added: torchrun's default, 29500, would be
+  // shared by the tests ctest runs side by side (EADDRINUSE in the agent's store).
   pid_t StartTorchrun(const std::vector<std::string>& launcher, const std::string& out,
                       const std::string& log) const {
     std::vector<std::string> argv = {torchrun_};
     argv.insert(argv.end(), launcher.begin(), launcher.end());
+    const bool has_endpoint = std::any_of(launcher.begin(), launcher.end(), [](const auto& a) {
+      return absl::StartsWith(a, "--master_port") || absl::StartsWith(a, "--rdzv-endpoint") ||
+             a == "--standalone";
+    });
+    if (!has_endpoint) argv.push_back(absl::StrCat("--master_port=", FreeTcpPort()));
     argv.insert(argv.end(), {"--no_python", kGmlpBinary, "pretrain"});
     for (const std::string& a : Args(out)) argv.push_back(a);
     return StartProcess(argv, {{"OMP_NUM_THREADS=1"}, log});
