@@ -1,5 +1,6 @@
 #include "pretrain/config.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -97,7 +98,7 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
 
 absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
   PretrainConfig c;
-  KeyOrigins origins;  // the file's keys, less those the flags set again
+  KeyOrigins origins;  // the file's training keys, less those the flags set again
   if (!sources.config_file.empty()) {
     GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
                           ReadJsonFile(sources.config_file,
@@ -117,11 +118,20 @@ absl::StatusOr<PretrainConfig> ResolveConfig(const ConfigSources& sources) {
     c.model = *preset;
   }
   if (!sources.model_overrides.empty()) {
-    GMLP_ASSIGN_OR_RETURN(c.model, ApplyModelOverrides(c.model, sources.model_overrides));
+    auto model = ApplyModelOverrides(c.model, sources.model_overrides);
+    if (!model.ok() && !absl::StartsWith(model.status().message(), "--model_overrides")) {
+      // A value the encoder's own checks refused: name the flag that gave it.
+      return absl::Status(model.status().code(),
+                          absl::StrCat("--model_overrides=", sources.model_overrides, ": ",
+                                       model.status().message()));
+    }
+    GMLP_RETURN_IF_ERROR(model.status());
+    c.model = *std::move(model);
   }
   GMLP_ASSIGN_OR_RETURN(c.train, TrainConfig::FromJson(sources.train_flags, c.train));
   for (const auto& item : sources.train_flags.items()) origins.SetByFlag(item.key());
   GMLP_RETURN_IF_ERROR(c.train.Validate(origins));
+  c.origins = std::move(origins);
   return c;
 }
 

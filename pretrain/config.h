@@ -21,6 +21,9 @@ struct PretrainConfig {
   std::string preset = "gmlp-tiny";  // model::Preset name the encoder started from
   model::EncoderConfig model;
   TrainConfig train;
+  // Which training keys a --config file set (ResolveConfig), for errors found later
+  // (AccumulationSteps); not a setting.
+  KeyOrigins origins;
 
   absl::Status Validate() const;
   nlohmann::json ToJson() const;

@@ -90,7 +90,8 @@ int PretrainMain(int argc, char** argv) {
   if (nproc > 1 && !pretrain::IsSpawnedRank()) {
     // Check what can be checked once (ResolveConfig validated the rest), before starting N
     // processes that would all fail.
-    const absl::Status st = pretrain::AccumulationSteps(config->train, nproc).status();
+    const absl::Status st =
+        pretrain::AccumulationSteps(config->train, nproc, config->origins).status();
     if (!st.ok()) return Fail(argv[0], st);
     return pretrain::SpawnLocalRanks(nproc, max_restarts);
   }

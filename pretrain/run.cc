@@ -140,8 +140,8 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
     return absl::InvalidArgumentError(
         "--shard_dir is empty; give the directory `gmlp prepare` wrote (it holds manifest.json)");
   }
-  GMLP_RETURN_IF_ERROR(tc.Validate());
-  GMLP_RETURN_IF_ERROR(AccumulationSteps(tc, env.world_size).status());
+  GMLP_RETURN_IF_ERROR(tc.Validate(config.origins));
+  GMLP_RETURN_IF_ERROR(AccumulationSteps(tc, env.world_size, config.origins).status());
   GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
                         data::ReadManifest(JoinPath(tc.shard_dir, data::kManifestFile)));
   config.model.vocab_size = manifest.vocab_size;

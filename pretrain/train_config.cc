@@ -96,12 +96,14 @@ std::string TensorboardDir(const TrainConfig& config) {
   return config.tensorboard_dir;
 }
 
-absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size) {
+absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size,
+                                          const KeyOrigins& origins) {
   const int64_t per_step = config.micro_batch * world_size;
   if (per_step <= 0 || config.global_batch % per_step != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--global_batch=", config.global_batch, " is not a multiple of --micro_batch=",
-                     config.micro_batch, " x world size ", world_size, "; change one of them"));
+        absl::StrCat(origins.Subject("global_batch", config.global_batch), " is not a multiple of ",
+                     origins.Mention("micro_batch", config.micro_batch), " x world size ",
+                     world_size, "; change one of them"));
   }
   return config.global_batch / per_step;
 }

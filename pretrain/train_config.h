@@ -126,9 +126,10 @@ struct TrainConfig {
 // empty, "" (none) when it is "none".
 std::string TensorboardDir(const TrainConfig& config);
 
-// Micro-batches each rank runs per optimizer step; InvalidArgument (naming the flags) when
-// global_batch is not a multiple of micro_batch x world_size.
-absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size);
+// Micro-batches each rank runs per optimizer step; InvalidArgument (naming the flags, or the
+// file `origins` says set them) when global_batch is not a multiple of micro_batch x world_size.
+absl::StatusOr<int64_t> AccumulationSteps(const TrainConfig& config, int world_size,
+                                          const KeyOrigins& origins = KeyOrigins());
 
 }  // namespace gmlp::pretrain
 

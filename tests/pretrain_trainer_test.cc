@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
@@ -684,6 +685,33 @@ TEST(PretrainConfigTest, BadValuesNameTheFileAndKeyOrTheFlag) {
   refused(nlohmann::json{{"preset", "amlp-tiny"}, {"model", amlp}}.dump(), no_flags,
           path + ": \"model\": encoder config: attn_size must be in [1, 1048576] (2^20), got " +
               "4611686018427387904");
+  // A batch that does not divide among the ranks, found after resolving: named as it was set.
+  auto batches = resolve(R"({"global_batch": 100, "micro_batch": 32})", no_flags);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  EXPECT_EQ(AccumulationSteps(batches->train, 2, batches->origins).status().message(),
+            path + ": \"global_batch\" 100 is not a multiple of \"micro_batch\" 32 (" + path +
+                ") x world size 2; change one of them");
+  batches = resolve(R"({"global_batch": 100})", {{"micro_batch", 32}});
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  EXPECT_EQ(AccumulationSteps(batches->train, 1, batches->origins).status().message(),
+            path +
+                ": \"global_batch\" 100 is not a multiple of --micro_batch=32 x world size 1; "
+                "change one of them");
+}
+
+// A bad --model_overrides value is named as the flag, whichever check finds it.
+TEST(PretrainConfigTest, ModelOverridesErrorsNameTheFlag) {
+  ConfigSources sources;
+  sources.preset = "gmlp-tiny";
+  sources.model_overrides = "d_model=-4";
+  auto c = ResolveConfig(sources);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StartsWith(c.status().message(), "--model_overrides=d_model=-4: "))
+      << c.status();
+  sources.model_overrides = "d_model";
+  c = ResolveConfig(sources);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StartsWith(c.status().message(), "--model_overrides: ")) << c.status();
 }
 
 TEST(MetricsTest, FormatDuration) {
