@@ -24,8 +24,8 @@
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/provenance.h"
-#include "pretrain/run.h"
 #include "pretrain/pretrained.h"
+#include "pretrain/run.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::finetune {
@@ -430,12 +430,17 @@ absl::StatusOr<FinetuneResult> FinetuneResult::FromJson(const nlohmann::json& j)
   return r;
 }
 
-absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& job) {
-  GMLP_RETURN_IF_ERROR(job.options.Validate());
-  GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(job));
-  if (job.output.empty()) return absl::InvalidArgumentError("--output is empty; name a directory");
-  const std::string data_dir = DefaultDataDir(job);
-  GMLP_ASSIGN_OR_RETURN(EncoderSource encoder, LoadEncoderSource(job));
+absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
+  GMLP_RETURN_IF_ERROR(given.options.Validate());
+  GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(given));
+  if (given.output.empty()) {
+    return absl::InvalidArgumentError("--output is empty; name a directory");
+  }
+  const std::string data_dir = DefaultDataDir(given);
+  GMLP_ASSIGN_OR_RETURN(EncoderSource encoder, LoadEncoderSource(given));
+  // --max_len follows the encoder unless given.
+  FinetuneJob job = given;
+  if (job.options.max_len == 0) job.options.max_len = encoder.config.max_seq_len;
   GMLP_ASSIGN_OR_RETURN(TaskData data, ReadTaskData(job, task, data_dir, *encoder.tokenizer));
   std::fprintf(stderr, "finetune %s: %zu train examples, eval %s; %s encoder, %zu seed(s)\n",
                task.name.c_str(), data.train.size(), task.eval[0].name.c_str(),

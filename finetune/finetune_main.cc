@@ -29,6 +29,9 @@ int FinetuneMain(int argc, char** argv) {
   finetune::FinetuneJob::ForEachField(job, add);
   finetune::FinetuneOptions::ForEachField(job.options, add);
   flags.SetDefaultText("tensorboard_dir", "<output>/tb");
+  flags.SetDefaultText("max_len",
+                       "the encoder's max_seq_len (the seq_len it was pretrained at; from "
+                       "scratch, the preset's)");
   ParseSubcommandFlags(flags, argc, argv);
   auto result = finetune::RunFinetune(job);
   if (!result.ok()) return Fail(argv[0], result.status());

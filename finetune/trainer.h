@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/field_json.h"
 #include "finetune/encode.h"
 #include "finetune/task.h"
 #include "model/encoder.h"
@@ -28,8 +29,10 @@ struct FinetuneOptions {
   double lr = 1e-4;  // peak learning rate
   int64_t batch_size = 32;
   int64_t epochs = 3;
-  double warmup = 0.1;         // fraction of all optimizer steps spent warming up linearly
-  int64_t max_len = 128;       // tokens per input incl. [CLS]/[SEP]; <= the encoder's max_seq_len
+  double warmup = 0.1;  // fraction of all optimizer steps spent warming up linearly
+  // Tokens per input incl. [CLS]/[SEP]; <= the encoder's max_seq_len, 0 = that max_seq_len
+  // (RunFinetune resolves it before encoding; results.json records the value used).
+  int64_t max_len = 0;
   double weight_decay = 0.01;  // AdamW, not on biases and LayerNorm weights
   double clip_norm = 1.0;      // global gradient-norm clip; 0 = off
   int64_t eval_batch_size = 128;
@@ -53,7 +56,7 @@ struct FinetuneOptions {
     visit("warmup", self.warmup, "fraction of all steps spent warming the lr up");
     visit("max_len", self.max_len,
           "tokens per input incl. [CLS]/[SEP], truncated longest-first; <= the encoder's "
-          "max_seq_len");
+          "max_seq_len; 0 = the encoder's max_seq_len");
     visit("weight_decay", self.weight_decay, "AdamW decoupled weight decay");
     visit("clip_norm", self.clip_norm, "global gradient-norm clip; 0 = off");
     visit("eval_batch_size", self.eval_batch_size, "examples per evaluation batch");
@@ -66,7 +69,9 @@ struct FinetuneOptions {
           "bf16; LayerNorm and losses stay fp32");
   }
 
-  absl::Status Validate() const;
+  // InvalidArgument naming the first bad value as `origins` says it was set (a file and key,
+  // or the flag).
+  absl::Status Validate(const KeyOrigins& origins = KeyOrigins()) const;
   nlohmann::json ToJson() const;
 };
 
@@ -76,8 +81,8 @@ using SplitMetrics = std::map<std::string, std::map<std::string, double>>;
 struct EpochResult {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0;
-  double padding = 0;    // fraction of the training batches' positions that were padding
-  SplitMetrics metrics;  // the selection split (eval[0]) only
+  double padding = 0;             // fraction of the training batches' positions that were padding
+  SplitMetrics metrics;           // the selection split (eval[0]) only
   nlohmann::json ToJson() const;  // as in results.json's "epochs"
 };
 
@@ -96,7 +101,7 @@ struct SeedResult {
   std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
   double seconds = 0;    // wall time of the seed's training and evaluation
   bool resumed = false;  // read back from an earlier run (FinetuneJob::resume_seeds); not saved
-  nlohmann::json ToJson() const;                        // without the predictions
+  nlohmann::json ToJson() const;  // without the predictions
   static absl::StatusOr<SeedResult> FromJson(const nlohmann::json& j);
 };
 

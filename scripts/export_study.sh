@@ -3,7 +3,7 @@
 # machine, without what its run re-creates or no longer needs: the report, the tables and plots,
 # study.json, the tokenizer (so a resumed run uses the same one), the probe's probe.json, every
 # finished cell's cell.json, perplexity, learning curve and finetuning results with each seed's
-# predictions. Left out: checkpoints, shards, the probe's pairs and the corpus extract
+# predictions, and their TensorBoard event files (tb/). Left out: checkpoints, shards, the probe's pairs and the corpus extract
 # (re-created from the corpus and the kept tokenizer; data/shards.md5 and data/probe.json's
 # checksums let you check they came back the same), and cells
 # whose pretraining has not finished (a resumed run redoes them). A cell that was pretrained but
@@ -43,11 +43,13 @@ cd "$src"
     cell=./$(dirname "$pre")
     find "$cell" -maxdepth 1 -type f \( -name 'cell.json' -o -name 'pretrain_done.json' \)
     find "$cell/pretrain" -maxdepth 1 -type f \( -name 'metrics.jsonl' -o -name 'config.json' \)
+    find "$cell/pretrain" -path "$cell/pretrain/tb/*" -type f  # TensorBoard event files
     for task in "$cell"/ft/*/; do
       task=${task%/}
       if [[ -f $task/results.json ]]; then
         find "$task" -maxdepth 1 -type f \( -name 'results.json' -o -name 'seconds.json' \)
         find "$task" -path "$task/predictions/seed-*/*" -type f
+        find "$task" -path "$task/tb/*" -type f
       else  # unfinished task: its finished seeds (result.json), which the resumed run reuses
         for seed in "$task"/predictions/seed-*/result.json; do
           if [[ -f $seed ]]; then find "$(dirname "$seed")" -maxdepth 1 -type f; fi

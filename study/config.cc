@@ -8,10 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/field_json.h"
+#include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
+#include "data/manifest.h"
 #include "model/arch.h"
 #include "model/config.h"
+#include "study/probe.h"
 #include "study/tasks.h"
 
 namespace gmlp::study {
@@ -112,8 +115,9 @@ absl::Status StudyConfig::Validate() const {
         {"probe_test_examples", probe_test_examples}}) {
     if (n < 2) return bad(key, n, " must be >= 2");
   }
-  if (probe_max_sentence_bytes < 8) {
-    return bad("probe_max_sentence_bytes", probe_max_sentence_bytes, " must be >= 8");
+  if (probe_max_sentence_bytes != 0 && probe_max_sentence_bytes < 8) {
+    return bad("probe_max_sentence_bytes", probe_max_sentence_bytes,
+               " must be >= 8 (or 0: 15/16 of --max_len)");
   }
   if (max_train_examples < 0) {
     return bad("max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
@@ -122,11 +126,27 @@ absl::Status StudyConfig::Validate() const {
     return bad("max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
   }
   if (finetune.max_len > seq_len && shards.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_len=", finetune.max_len, " exceeds ",
-                                                   origins.Mention("seq_len", seq_len),
-                                                   " (the encoders' max_seq_len)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(finetune_origins.Subject("max_len", finetune.max_len), " exceeds ",
+                     origins.Mention("seq_len", seq_len), " (the encoders' max_seq_len)"));
   }
-  return finetune.Validate();
+  return finetune.Validate(finetune_origins);
+}
+
+absl::StatusOr<StudyConfig> StudyConfig::WithDerivedDefaults() const {
+  StudyConfig c = *this;
+  if (c.finetune.max_len == 0) {
+    c.finetune.max_len = c.seq_len;
+    if (!c.shards.empty()) {
+      GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
+                            data::ReadManifest(JoinPath(c.shards, "manifest.json")));
+      c.finetune.max_len = manifest.seq_len;
+    }
+  }
+  if (c.probe_max_sentence_bytes == 0) {
+    c.probe_max_sentence_bytes = DefaultSentenceBytes(c.finetune.max_len);
+  }
+  return c;
 }
 
 absl::StatusOr<double> StudyConfig::PretrainLr(const std::string& size) const {
@@ -161,6 +181,8 @@ absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& 
         FieldsFromJson(j.at("finetune"), absl::StrCat(origin, " \"finetune\""), &finetune, {}));
   }
   origins.SetAll(j, origin);
+  if (j.contains("finetune"))
+    finetune_origins.SetAll(j.at("finetune"), absl::StrCat(origin, " \"finetune\""));
   return absl::OkStatus();
 }
 
@@ -179,10 +201,27 @@ absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) 
   return config->MergeJson(j, path);
 }
 
+namespace {
+
+// The settings that follow others, filled in on a ToJson() (a recording made before they did,
+// or an unresolved config): finetune.max_len 0 = seq_len, probe_max_sentence_bytes 0 = 15/16 of
+// it. (With --shards, RunStudy resolved max_len from the manifest before recording it.)
+nlohmann::json WithDerivedJson(nlohmann::json j) {
+  nlohmann::json& max_len = j["finetune"]["max_len"];
+  if (max_len == 0) max_len = j["seq_len"];
+  if (j["probe_max_sentence_bytes"] == 0 && max_len.is_number_integer()) {
+    j["probe_max_sentence_bytes"] = DefaultSentenceBytes(max_len.get<int64_t>());
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& now) {
   nlohmann::json old = Fingerprint(StudyConfig().ToJson());
-  old.merge_patch(Fingerprint(recorded));                    // recursive: "finetune" too
-  const nlohmann::json current = Fingerprint(now.ToJson());  // items() does not own it
+  old.merge_patch(Fingerprint(recorded));  // recursive: "finetune" too
+  old = WithDerivedJson(std::move(old));
+  const nlohmann::json current = WithDerivedJson(Fingerprint(now.ToJson()));
   std::string diff;
   for (const auto& [k, v] : current.items()) {
     if (!old.contains(k) || old[k] != v) {
@@ -230,10 +269,12 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
     c->max_eval_examples = 64;
     c->finetune.epochs = 1;
     c->finetune.batch_size = 16;
-    c->finetune.max_len = 128;
     const nlohmann::json after = c->ToJson();  // items() does not own it
     for (const auto& [key, value] : after.items()) {
       if (before.at(key) != value) c->origins.Set(key, "--smoke");
+    }
+    for (const auto& [key, value] : after.at("finetune").items()) {
+      if (before.at("finetune").at(key) != value) c->finetune_origins.Set(key, "--smoke");
     }
     return absl::OkStatus();
   }

@@ -81,11 +81,14 @@ struct StudyConfig {
   int64_t probe_test_examples = 1000;
   // Longest probe sentence in bytes: two of them and the filler must fit in finetune.max_len
   // tokens with this tokenizer (the probe checks; a small vocabulary needs shorter ones).
-  int64_t probe_max_sentence_bytes = 120;
+  // 0 = follows finetune.max_len (study::DefaultSentenceBytes: 120 at 128).
+  int64_t probe_max_sentence_bytes = 0;
   std::vector<uint64_t> seeds = {1, 2, 3};
   int64_t max_train_examples = 1000;  // per task, a fixed random subset; 0 = all
   int64_t max_eval_examples = 0;      // per eval split, the first N; 0 = all (full splits)
-  // lr, epochs, batch size, max_len...: small, briefly pretrained encoders want a higher lr
+  // finetune.max_len 0 (the default) follows seq_len, or the shards' seq_len with `shards`
+  // (WithDerivedDefaults).
+  // lr, epochs, batch size...: small, briefly pretrained encoders want a higher lr
   // than BERT-base's 2e-5..1e-4 (measured: gmlp-tiny after 300 pretraining steps stayed at
   // chance on SST-2 with 2 epochs at 3e-4, and reached 0.70 with 3 epochs at 1e-3).
   finetune::FinetuneOptions finetune = [] {
@@ -93,7 +96,6 @@ struct StudyConfig {
     o.lr = 1e-3;
     o.epochs = 3;
     o.batch_size = 32;
-    o.max_len = 128;
     o.bf16 = model::Bf16IsFast();
     return o;
   }();
@@ -153,7 +155,8 @@ struct StudyConfig {
     visit("probe_test_examples", self.probe_test_examples,
           "alignment probe: test pairs (reported)");
     visit("probe_max_sentence_bytes", self.probe_max_sentence_bytes,
-          "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens)");
+          "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens); "
+          "0 = 15/16 of --max_len");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
     visit("max_train_examples", self.max_train_examples,
           "> 0: finetune on a fixed random subset of this many examples per task");
@@ -165,10 +168,16 @@ struct StudyConfig {
   // not a setting. MergeJson and ApplyStudyPreset record theirs; `gmlp study` takes back the
   // keys its flags set again.
   KeyOrigins origins;
+  KeyOrigins finetune_origins;  // the same for the keys of "finetune"
 
   // InvalidArgument naming the first bad setting as its source set it (`FILE: "seeds" ...`,
   // `--smoke: ...` or `--pretrain_lr=...`).
   absl::Status Validate() const;
+  // This config with the defaults that follow other settings filled in: finetune.max_len 0 =
+  // seq_len (the manifest's seq_len when `shards` names a shard directory), then
+  // probe_max_sentence_bytes 0 = DefaultSentenceBytes(max_len). RunStudy and the report work on
+  // it, and study.json records it. An unreadable shard manifest is an error naming it.
+  absl::StatusOr<StudyConfig> WithDerivedDefaults() const;
   // The peak pretraining lr of the cells of `size` (pretrain_lr_by_size, else pretrain_lr).
   absl::StatusOr<double> PretrainLr(const std::string& size) const;
   nlohmann::json ToJson() const;

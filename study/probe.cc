@@ -250,14 +250,27 @@ absl::Status ProbeOptions::Validate() const {
   if (min_words < 2 || max_words < min_words) {
     return absl::InvalidArgumentError("probe: need 2 <= --min_words <= --max_words");
   }
-  if (max_sentence_bytes < 8) {
-    return absl::InvalidArgumentError("probe: --max_sentence_bytes must be >= 8");
+  if (max_sentence_bytes != 0 && max_sentence_bytes < 8) {
+    return absl::InvalidArgumentError(
+        "probe: --max_sentence_bytes must be >= 8 (or 0: 15/16 of --max_len)");
+  }
+  if (max_sentence_bytes == 0 && DefaultSentenceBytes(max_len) < 8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "probe: --max_len=", max_len, " leaves sentences under 8 bytes; raise --max_len"));
   }
   if (max_shift < 1) return absl::InvalidArgumentError("probe: --max_shift must be >= 1");
   if (min_word_count < 1) return absl::InvalidArgumentError("probe: --min_word_count must be >= 1");
   if (max_len < 8) return absl::InvalidArgumentError("probe: --max_len must be >= 8");
   GMLP_RETURN_IF_ERROR(tokenizer::ValidateCorpusFormat(format, text_field));
   return absl::OkStatus();
+}
+
+int64_t DefaultSentenceBytes(int64_t max_len) { return max_len * 15 / 16; }
+
+ProbeOptions ProbeOptions::Resolved() const {
+  ProbeOptions o = *this;
+  if (o.max_sentence_bytes == 0) o.max_sentence_bytes = DefaultSentenceBytes(o.max_len);
+  return o;
 }
 
 absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, double fraction,
@@ -282,8 +295,9 @@ absl::StatusOr<CorpusHoldout> FindCorpusHoldout(const std::string& corpus, doubl
   return h;
 }
 
-absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& o) {
-  GMLP_RETURN_IF_ERROR(o.Validate());
+absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& given) {
+  GMLP_RETURN_IF_ERROR(given.Validate());
+  const ProbeOptions o = given.Resolved();
   ProbeData data;
   GMLP_ASSIGN_OR_RETURN(data.holdout,
                         FindCorpusHoldout(o.corpus, o.holdout_fraction, ReadOptions(o)));
@@ -347,9 +361,10 @@ std::string ProbeTsv(const std::vector<ProbeExample>& examples) {
   return out;
 }
 
-absl::StatusOr<ProbeData> WriteProbe(const ProbeOptions& o) {
-  if (o.output.empty()) return absl::InvalidArgumentError("probe: give --output=<directory>");
-  GMLP_ASSIGN_OR_RETURN(ProbeData data, GenerateProbe(o));
+absl::StatusOr<ProbeData> WriteProbe(const ProbeOptions& given) {
+  if (given.output.empty()) return absl::InvalidArgumentError("probe: give --output=<directory>");
+  GMLP_ASSIGN_OR_RETURN(ProbeData data, GenerateProbe(given));
+  const ProbeOptions o = given.Resolved();  // probe.json records the bytes used
   int64_t longest_tokens = 0;
   if (!o.tokenizer.empty()) {
     GMLP_ASSIGN_OR_RETURN(longest_tokens, CheckTokenLengths(data, o));

@@ -40,12 +40,13 @@ struct ProbeOptions {
   int64_t train_examples = 4000;
   int64_t dev_examples = 1000;   // selects the epoch
   int64_t test_examples = 2000;  // reported
-  // Sentences of min_words..max_words whitespace words and at most max_sentence_bytes bytes:
-  // with max_shift filler words of at most 12 bytes, [CLS] A [SEP] filler B [SEP] stays under
-  // 128 tokens with an 8k-piece vocabulary (checked against a tokenizer with `tokenizer`).
+  // Sentences of min_words..max_words whitespace words and at most max_sentence_bytes bytes
+  // (0 = DefaultSentenceBytes(max_len)): at 120 bytes, with max_shift filler words of at most
+  // 12 bytes, [CLS] A [SEP] filler B [SEP] stays under 128 tokens with an 8k-piece vocabulary
+  // (checked against a tokenizer with `tokenizer`).
   int64_t min_words = 8;
   int64_t max_words = 20;
-  int64_t max_sentence_bytes = 120;
+  int64_t max_sentence_bytes = 0;
   int64_t max_shift = 8;  // shifted: 1..max_shift filler words before B
   // Replacement and filler words: lowercase ASCII words of 2..12 letters seen at least this
   // often in the slice's sentences.
@@ -69,7 +70,8 @@ struct ProbeOptions {
     visit("test_examples", self.test_examples, "test pairs per version (reported)");
     visit("min_words", self.min_words, "shortest sentence used, in words");
     visit("max_words", self.max_words, "longest sentence used, in words");
-    visit("max_sentence_bytes", self.max_sentence_bytes, "longest sentence used, in bytes");
+    visit("max_sentence_bytes", self.max_sentence_bytes,
+          "longest sentence used, in bytes; 0 = 15/16 of --max_len");
     visit("max_shift", self.max_shift, "shifted version: 1..max_shift filler words before B");
     visit("min_word_count", self.min_word_count,
           "replacement/filler words must occur this often in the slice");
@@ -84,7 +86,14 @@ struct ProbeOptions {
   }
 
   absl::Status Validate() const;
+  // These options with the defaults that follow others filled in (max_sentence_bytes).
+  ProbeOptions Resolved() const;
 };
+
+// The longest probe sentence, in bytes, that a max_len-token pair leaves room for by default:
+// 15/16 of max_len (120 at 128, 60 at 64; an 8k-piece vocabulary averages about 4 bytes a piece,
+// and two sentences plus the filler must fit).
+int64_t DefaultSentenceBytes(int64_t max_len);
 
 // One generated pair (the aligned and shifted versions differ only in `offset`).
 struct ProbeExample {

@@ -933,7 +933,9 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
 
 }  // namespace
 
-absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
+absl::StatusOr<std::string> RunStudy(const StudyConfig& given) {
+  GMLP_RETURN_IF_ERROR(given.Validate());
+  GMLP_ASSIGN_OR_RETURN(const StudyConfig config, given.WithDerivedDefaults());
   GMLP_RETURN_IF_ERROR(config.Validate());
   GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
   Progress progress;
@@ -950,8 +952,9 @@ absl::StatusOr<std::string> RunStudy(const StudyConfig& config) {
   return WriteReport(config, data, cells, results, log, progress, {}, progress.Seconds());
 }
 
-absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& config) {
-  GMLP_RETURN_IF_ERROR(config.Validate());
+absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& given) {
+  GMLP_RETURN_IF_ERROR(given.Validate());
+  GMLP_ASSIGN_OR_RETURN(const StudyConfig config, given.WithDerivedDefaults());
   Progress progress;
   if (!PathExists(JoinPath(config.output, "study.json"))) {
     return absl::NotFoundError(absl::StrCat(config.output,

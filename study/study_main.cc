@@ -50,6 +50,8 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
                                             if (kFinetuneFlags.count(name) > 0)
                                               flags->Add(name, &field, help);
                                           });
+  flags->SetDefaultText("max_len", "--seq_len (the shards' seq_len with --shards)");
+  flags->SetDefaultText("probe_max_sentence_bytes", "15/16 of --max_len (120 at 128)");
   flags->AddCustom("bf16",
                    "bf16 autocast for pretraining and finetuning forward passes: about 2x fp32 on "
                    "CPUs with AVX-512 bf16, 20-90x slower than fp32 on CPUs without it; on by "
@@ -85,6 +87,9 @@ int StudyMain(int argc, char** argv) {
     // What the command line set again is named as its flag in errors.
     study::StudyConfig::ForEachField(c, [&](const char* name, auto&, const char*) {
       if (flags.Given(name)) c.origins.SetByFlag(name);
+    });
+    finetune::FinetuneOptions::ForEachField(c.finetune, [&](const char* name, auto&, const char*) {
+      if (flags.Given(name)) c.finetune_origins.SetByFlag(name);
     });
   }
   auto report = report_only ? study::ReportStudySoFar(c) : study::RunStudy(c);

@@ -10,3 +10,6 @@ add_dependencies(cli_test gmlp)
 # results.json (tests/python/tensorboard_scalars.py in the torch 2.11 venv).
 gmlp_add_test(NAME tensorboard_test SOURCES tensorboard_test.cc)
 add_dependencies(tensorboard_test gmlp)
+# Every `gmlp ...` command line in the tree's Markdown uses flags its subcommand lists (torch-free).
+gmlp_add_test(NAME readme_commands_test SOURCES readme_commands_test.cc)
+add_dependencies(readme_commands_test gmlp)

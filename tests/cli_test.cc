@@ -18,6 +18,8 @@
 #include "finetune/finetune.h"
 #include "pretrain/train_config.h"
 #include "study/config.h"
+#include "study/probe.h"
+#include "tests/cli_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::cli {
@@ -87,36 +89,7 @@ TEST(FlagSetTest, RejectsUnknownFlagsAndBadValues) {
   EXPECT_TRUE(parsed->help);
 }
 
-// `gmlp <subcommand> --help` as name -> default text.
-std::map<std::string, std::string> HelpDefaults(const std::string& subcommand) {
-  const std::string cmd = absl::StrCat(GMLP_BINARY_DIR, "/gmlp ", subcommand, " --help");
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while (p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-  EXPECT_EQ(p != nullptr ? ::pclose(p) : -1, 0) << cmd;
-  // One entry per flag: "    --name (help); default: X;" with continuation lines indented.
-  std::vector<std::string> entries;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (absl::StartsWith(line, "    --")) {
-      entries.emplace_back(absl::StripAsciiWhitespace(line));
-    } else if (absl::StartsWith(line, "      ") && !entries.empty()) {
-      absl::StrAppend(&entries.back(), " ", absl::StripAsciiWhitespace(line));
-    }
-  }
-  std::map<std::string, std::string> defaults;
-  for (const std::string& e : entries) {
-    const std::string name = e.substr(2, e.find(' ') - 2);
-    const size_t d = e.rfind("; default: ");
-    std::string value = e.substr(d + 11, e.size() - (d + 11) - 1);
-    if (value == "\"\"") value.clear();
-    defaults[name] = value;
-  }
-  EXPECT_FALSE(defaults.empty()) << text;
-  return defaults;
-}
+using gmlp::testing::HelpDefaults;
 
 // Every key of `fields` that is a flag shows the field's value as its default.
 void ExpectDefaultsMatch(const std::map<std::string, std::string>& help,
@@ -176,7 +149,14 @@ TEST(SubcommandHelpTest, FinetuneShowsJobAndOptionDefaults) {
   EXPECT_EQ(help.at("tensorboard_dir"), "<output>/tb");  // derived from --output
   fields.erase("tensorboard_dir");
   ExpectDefaultsMatch(help, fields, "finetune job");
-  ExpectDefaultsMatch(help, FieldsJson(job.options), "finetune options");
+  // 0 in the field: the encoder's max_seq_len, which the help names.
+  EXPECT_EQ(job.options.max_len, 0);
+  EXPECT_EQ(help.at("max_len"),
+            "the encoder's max_seq_len (the seq_len it was pretrained at; from scratch, the "
+            "preset's)");
+  nlohmann::json options = FieldsJson(job.options);
+  options.erase("max_len");
+  ExpectDefaultsMatch(help, options, "finetune options");
   EXPECT_EQ(help.at("lr"), "0.0001");
   EXPECT_EQ(help.count("steps"), 0u);
 }
@@ -186,9 +166,17 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   study::StudyConfig c;
   nlohmann::json fields = FieldsJson(c);
   fields.erase("pretrain_bf16");
+  // Defaults that follow other flags (0 in the fields, StudyConfig::WithDerivedDefaults).
+  EXPECT_EQ(c.probe_max_sentence_bytes, 0);
+  EXPECT_EQ(help.at("probe_max_sentence_bytes"), "15/16 of --max_len (120 at 128)");
+  fields.erase("probe_max_sentence_bytes");
   ExpectDefaultsMatch(help, fields, "study");
   nlohmann::json ft = FieldsJson(c.finetune);
-  for (const char* k : {"clip_norm", "eval_batch_size", "log_every", "bf16"}) ft.erase(k);
+  EXPECT_EQ(c.finetune.max_len, 0);
+  EXPECT_EQ(help.at("max_len"), "--seq_len (the shards' seq_len with --shards)");
+  for (const char* k : {"clip_norm", "eval_batch_size", "log_every", "bf16", "max_len"}) {
+    ft.erase(k);
+  }
   ExpectDefaultsMatch(help, ft, "study finetuning");
   EXPECT_EQ(help.at("lr"), "0.001");
   EXPECT_EQ(help.at("bf16"), c.pretrain_bf16 ? "true" : "false");
@@ -225,6 +213,18 @@ TEST(SubcommandHelpTest, TokenizerShowsTrainOptionsDefaults) {
   fields.erase("model_prefix");
   ExpectDefaultsMatch(help, fields, "tokenizer");
   EXPECT_EQ(help.at("output_format"), "id");
+}
+
+TEST(SubcommandHelpTest, ProbeShowsProbeOptionsDefaults) {
+  const auto help = HelpDefaults("probe");
+  study::ProbeOptions o;
+  nlohmann::json fields = FieldsJson(o);
+  ExpectAllAreFlags(help, fields, "probe");
+  EXPECT_EQ(o.max_sentence_bytes, 0);
+  EXPECT_EQ(help.at("max_sentence_bytes"), "15/16 of --max_len (120 at --max_len=128)");
+  EXPECT_EQ(o.Resolved().max_sentence_bytes, 120);
+  fields.erase("max_sentence_bytes");
+  ExpectDefaultsMatch(help, fields, "probe");
 }
 
 TEST(SubcommandHelpTest, PredictShowsItsOwnFlags) {

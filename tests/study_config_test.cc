@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
+#include "data/manifest.h"
 #include "study/config.h"
 #include "study/study.h"
 
@@ -150,6 +151,54 @@ TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   EXPECT_EQ(SettingsChanges(recorded, other), "");
 }
 
+// Defaults that follow other settings (issue 37): the finetuning max_len follows seq_len (the
+// shards' with --shards), the probe's byte limit follows max_len; a value given is kept.
+TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
+  StudyConfig c;
+  c.seq_len = 64;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();  // was: --max_len=128 exceeds --seq_len=64
+  auto d = c.WithDerivedDefaults();
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->finetune.max_len, 64);
+  EXPECT_EQ(d->probe_max_sentence_bytes, 60);
+  EXPECT_TRUE(d->Validate().ok());
+  EXPECT_EQ(StudyConfig().WithDerivedDefaults()->finetune.max_len, 128);
+  EXPECT_EQ(StudyConfig().WithDerivedDefaults()->probe_max_sentence_bytes, 120);
+  // Given values win, and a max_len past seq_len is still refused.
+  c.probe_max_sentence_bytes = 50;
+  EXPECT_EQ(c.WithDerivedDefaults()->probe_max_sentence_bytes, 50);
+  c.finetune.max_len = 128;
+  EXPECT_NE(c.Validate().ToString().find("--max_len=128 exceeds"), std::string::npos)
+      << c.Validate();
+  // With --shards, the shards' seq_len; a folder without a manifest names it.
+  char tmpl[] = "/tmp/gmlp_derived_XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  StudyConfig s;
+  s.shards = dir;
+  auto missing = s.WithDerivedDefaults();
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(dir + "/manifest.json"), std::string::npos)
+      << missing.status();
+  data::Manifest m;
+  m.vocab_size = 100;
+  m.seq_len = 32;
+  m.token_bytes = 2;
+  m.word_starts.assign(100, true);
+  ASSERT_TRUE(data::WriteManifest(dir + "/manifest.json", m).ok());
+  auto from_shards = s.WithDerivedDefaults();
+  ASSERT_TRUE(from_shards.ok()) << from_shards.status();
+  EXPECT_EQ(from_shards->finetune.max_len, 32);
+  EXPECT_EQ(from_shards->probe_max_sentence_bytes, 30);
+  (void)RemoveTree(dir);
+  // A study recorded before these settings followed others resumes with the resolved ones.
+  const StudyConfig resolved = *StudyConfig().WithDerivedDefaults();
+  nlohmann::json recorded = resolved.ToJson();
+  recorded.erase("probe_max_sentence_bytes");
+  EXPECT_EQ(SettingsChanges(recorded, resolved), "");
+  recorded["finetune"]["max_len"] = 0;
+  EXPECT_EQ(SettingsChanges(recorded, resolved), "");
+}
+
 // pretrain_lr_by_size gives every cell of a size its lr; other sizes keep pretrain_lr.
 TEST(StudyConfigTest, PretrainLrBySize) {
   StudyConfig c;
@@ -188,7 +237,13 @@ TEST(StudyConfigTest, BadValuesNameTheFileAndKey) {
     return st.ok() ? c.Validate() : st;
   };
   EXPECT_EQ(std::string(validate(R"({"probe_max_sentence_bytes": -80})").message()),
-            path + ": \"probe_max_sentence_bytes\" -80 must be >= 8");
+            path + ": \"probe_max_sentence_bytes\" -80 must be >= 8 (or 0: 15/16 of --max_len)");
+  // The finetuning options of a file are named as its "finetune" keys.
+  EXPECT_EQ(std::string(validate(R"({"finetune": {"lr": -1}})").message()),
+            path + " \"finetune\": \"lr\" -1.0 must be in (0, 1]");
+  EXPECT_EQ(std::string(validate(R"({"seq_len": 64, "finetune": {"max_len": 128}})").message()),
+            path + " \"finetune\": \"max_len\" 128 exceeds \"seq_len\" 64 (" + path +
+                ") (the encoders' max_seq_len)");
   EXPECT_EQ(std::string(validate(R"({"sizes": ["tiny"], "pretrain_lr_by_size": ["tiny=0.001"],
                         "pretrain_lr": -1})")
                             .message()),
@@ -209,6 +264,9 @@ TEST(StudyConfigTest, BadValuesNameTheFileAndKey) {
   flags = StudyConfig();
   flags.seeds = {};
   EXPECT_EQ(std::string(flags.Validate().message()), "--seeds= is empty");
+  flags = StudyConfig();
+  flags.finetune.epochs = 0;
+  EXPECT_EQ(std::string(flags.Validate().message()), "--epochs=0 must be >= 1");
   ASSERT_TRUE(RemoveTree(dir).ok());
 }
 

@@ -266,6 +266,9 @@ void EndToEndTest::StudyExportResumesElsewhere() {
   EXPECT_TRUE(PathExists(JoinPath(exported, "cells/gmlp-tiny/cell.json")));
   EXPECT_TRUE(PathExists(JoinPath(exported, "data/tokenizer.model")));
   EXPECT_TRUE(PathExists(JoinPath(exported, "data/probe.json")));
+  // TensorBoard's event files of the finished cells' pretraining and finetuning.
+  EXPECT_FALSE(ListDir(JoinPath(exported, "cells/gmlp-tiny/pretrain/tb")).empty());
+  EXPECT_FALSE(ListDir(JoinPath(exported, "cells/gmlp-tiny/ft/SST-2/tb")).empty());
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/probe")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/shards")));
   EXPECT_FALSE(PathExists(JoinPath(exported, "data/corpus.txt")));
