@@ -117,7 +117,7 @@ absl::Status StudyConfig::Validate() const {
   }
   if (probe_max_sentence_bytes != 0 && probe_max_sentence_bytes < 8) {
     return bad("probe_max_sentence_bytes", probe_max_sentence_bytes,
-               " must be >= 8 (or 0: 15/16 of --max_len)");
+               " must be >= 8 (or 0: --max_len - 8)");
   }
   if (max_train_examples < 0) {
     return bad("max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
@@ -204,8 +204,8 @@ absl::Status ApplyStudyConfigFile(const std::string& path, StudyConfig* config) 
 namespace {
 
 // The settings that follow others, filled in on a ToJson() (a recording made before they did,
-// or an unresolved config): finetune.max_len 0 = seq_len, probe_max_sentence_bytes 0 = 15/16 of
-// it. (With --shards, RunStudy resolved max_len from the manifest before recording it.)
+// or an unresolved config): finetune.max_len 0 = seq_len, probe_max_sentence_bytes 0 =
+// max_len - 8. (With --shards, RunStudy resolved max_len from the manifest before recording it.)
 nlohmann::json WithDerivedJson(nlohmann::json j) {
   nlohmann::json& max_len = j["finetune"]["max_len"];
   if (max_len == 0) max_len = j["seq_len"];

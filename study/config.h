@@ -156,7 +156,7 @@ struct StudyConfig {
           "alignment probe: test pairs (reported)");
     visit("probe_max_sentence_bytes", self.probe_max_sentence_bytes,
           "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens); "
-          "0 = 15/16 of --max_len");
+          "0 = --max_len - 8");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
     visit("max_train_examples", self.max_train_examples,
           "> 0: finetune on a fixed random subset of this many examples per task");

@@ -252,7 +252,7 @@ absl::Status ProbeOptions::Validate() const {
   }
   if (max_sentence_bytes != 0 && max_sentence_bytes < 8) {
     return absl::InvalidArgumentError(
-        "probe: --max_sentence_bytes must be >= 8 (or 0: 15/16 of --max_len)");
+        "probe: --max_sentence_bytes must be >= 8 (or 0: --max_len - 8)");
   }
   if (max_sentence_bytes == 0 && DefaultSentenceBytes(max_len) < 8) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -265,7 +265,7 @@ absl::Status ProbeOptions::Validate() const {
   return absl::OkStatus();
 }
 
-int64_t DefaultSentenceBytes(int64_t max_len) { return max_len * 15 / 16; }
+int64_t DefaultSentenceBytes(int64_t max_len) { return max_len - 8; }
 
 ProbeOptions ProbeOptions::Resolved() const {
   ProbeOptions o = *this;

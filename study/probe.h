@@ -71,7 +71,7 @@ struct ProbeOptions {
     visit("min_words", self.min_words, "shortest sentence used, in words");
     visit("max_words", self.max_words, "longest sentence used, in words");
     visit("max_sentence_bytes", self.max_sentence_bytes,
-          "longest sentence used, in bytes; 0 = 15/16 of --max_len");
+          "longest sentence used, in bytes; 0 = --max_len - 8");
     visit("max_shift", self.max_shift, "shifted version: 1..max_shift filler words before B");
     visit("min_word_count", self.min_word_count,
           "replacement/filler words must occur this often in the slice");
@@ -91,8 +91,9 @@ struct ProbeOptions {
 };
 
 // The longest probe sentence, in bytes, that a max_len-token pair leaves room for by default:
-// 15/16 of max_len (120 at 128, 60 at 64; an 8k-piece vocabulary averages about 4 bytes a piece,
-// and two sentences plus the filler must fit).
+// max_len - 8 (120 at 128, 56 at 64). Measured with an 8k-piece unigram tokenizer of the
+// Wikipedia extract (2026-12-05): at 64, 56-byte sentences made pairs of at most 60 tokens where
+// 60 bytes (15/16) made 65; at 128, 120 bytes fit (the study's default since 2026-11).
 int64_t DefaultSentenceBytes(int64_t max_len);
 
 // One generated pair (the aligned and shifted versions differ only in `offset`).

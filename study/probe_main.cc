@@ -30,7 +30,7 @@ int ProbeMain(int argc, char** argv) {
   FlagSet flags(argv[0], kUsage);
   study::ProbeOptions::ForEachField(
       o, [&](const char* name, auto& field, const char* help) { flags.Add(name, &field, help); });
-  flags.SetDefaultText("max_sentence_bytes", "15/16 of --max_len (120 at --max_len=128)");
+  flags.SetDefaultText("max_sentence_bytes", "--max_len - 8 (120 at --max_len=128)");
   ParseSubcommandFlags(flags, argc, argv);
   auto data = study::WriteProbe(o);
   if (!data.ok()) return Fail(argv[0], data.status());

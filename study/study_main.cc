@@ -51,7 +51,7 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
                                               flags->Add(name, &field, help);
                                           });
   flags->SetDefaultText("max_len", "--seq_len (the shards' seq_len with --shards)");
-  flags->SetDefaultText("probe_max_sentence_bytes", "15/16 of --max_len (120 at 128)");
+  flags->SetDefaultText("probe_max_sentence_bytes", "--max_len - 8 (120 at 128)");
   flags->AddCustom("bf16",
                    "bf16 autocast for pretraining and finetuning forward passes: about 2x fp32 on "
                    "CPUs with AVX-512 bf16, 20-90x slower than fp32 on CPUs without it; on by "

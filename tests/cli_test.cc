@@ -168,7 +168,7 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   fields.erase("pretrain_bf16");
   // Defaults that follow other flags (0 in the fields, StudyConfig::WithDerivedDefaults).
   EXPECT_EQ(c.probe_max_sentence_bytes, 0);
-  EXPECT_EQ(help.at("probe_max_sentence_bytes"), "15/16 of --max_len (120 at 128)");
+  EXPECT_EQ(help.at("probe_max_sentence_bytes"), "--max_len - 8 (120 at 128)");
   fields.erase("probe_max_sentence_bytes");
   ExpectDefaultsMatch(help, fields, "study");
   nlohmann::json ft = FieldsJson(c.finetune);
@@ -221,7 +221,7 @@ TEST(SubcommandHelpTest, ProbeShowsProbeOptionsDefaults) {
   nlohmann::json fields = FieldsJson(o);
   ExpectAllAreFlags(help, fields, "probe");
   EXPECT_EQ(o.max_sentence_bytes, 0);
-  EXPECT_EQ(help.at("max_sentence_bytes"), "15/16 of --max_len (120 at --max_len=128)");
+  EXPECT_EQ(help.at("max_sentence_bytes"), "--max_len - 8 (120 at --max_len=128)");
   EXPECT_EQ(o.Resolved().max_sentence_bytes, 120);
   fields.erase("max_sentence_bytes");
   ExpectDefaultsMatch(help, fields, "probe");

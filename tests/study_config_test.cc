@@ -160,7 +160,7 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   auto d = c.WithDerivedDefaults();
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->finetune.max_len, 64);
-  EXPECT_EQ(d->probe_max_sentence_bytes, 60);
+  EXPECT_EQ(d->probe_max_sentence_bytes, 56);
   EXPECT_TRUE(d->Validate().ok());
   EXPECT_EQ(StudyConfig().WithDerivedDefaults()->finetune.max_len, 128);
   EXPECT_EQ(StudyConfig().WithDerivedDefaults()->probe_max_sentence_bytes, 120);
@@ -188,7 +188,7 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   auto from_shards = s.WithDerivedDefaults();
   ASSERT_TRUE(from_shards.ok()) << from_shards.status();
   EXPECT_EQ(from_shards->finetune.max_len, 32);
-  EXPECT_EQ(from_shards->probe_max_sentence_bytes, 30);
+  EXPECT_EQ(from_shards->probe_max_sentence_bytes, 24);
   (void)RemoveTree(dir);
   // A study recorded before these settings followed others resumes with the resolved ones.
   const StudyConfig resolved = *StudyConfig().WithDerivedDefaults();
@@ -237,7 +237,7 @@ TEST(StudyConfigTest, BadValuesNameTheFileAndKey) {
     return st.ok() ? c.Validate() : st;
   };
   EXPECT_EQ(std::string(validate(R"({"probe_max_sentence_bytes": -80})").message()),
-            path + ": \"probe_max_sentence_bytes\" -80 must be >= 8 (or 0: 15/16 of --max_len)");
+            path + ": \"probe_max_sentence_bytes\" -80 must be >= 8 (or 0: --max_len - 8)");
   // The finetuning options of a file are named as its "finetune" keys.
   EXPECT_EQ(std::string(validate(R"({"finetune": {"lr": -1}})").message()),
             path + " \"finetune\": \"lr\" -1.0 must be in (0, 1]");
