@@ -14,9 +14,7 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::strin
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", e.what(), "); ", fix));
   }
-  // The parser takes a NUL for the end of the text, so it accepts "{}\0garbage"; any other byte
-  // after the value it refuses itself. A parsed text holds a NUL only after its value.
-  const size_t nul = text.find('\0');
+  const size_t nul = NulAfterJson(text);
   if (nul != std::string::npos) {
     return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", text.size() - nul,
                                             " bytes after the value, from byte ", nul, ", a NUL); ",

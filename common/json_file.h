@@ -15,6 +15,11 @@ namespace gmlp {
 // message, or the byte offset of what follows the value>); <fix>", `fix` saying what to do.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::string_view fix);
 
+// nlohmann's parser takes a NUL for the end of the text, so it accepts "{}\0garbage" (any other
+// byte after the value it refuses itself). A parsed text holds a NUL only after its value: the
+// offset of the first NUL, or npos when there is none. Every reader of JSON text checks it.
+inline size_t NulAfterJson(absl::string_view parsed_text) { return parsed_text.find('\0'); }
+
 }  // namespace gmlp
 
 #endif  // GMLP_COMMON_JSON_FILE_H_

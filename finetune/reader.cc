@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "tokenizer/utf8.h"
 
@@ -217,6 +218,11 @@ absl::Status ReadJsonl(const std::string& text, const TaskSpec& task, const Spli
       return absl::InvalidArgumentError(absl::StrCat(where, ": not a JSON object (", e.what(),
                                                      "); jsonl wants one object per line"));
     }
+    if (const size_t nul = NulAfterJson(line); nul != absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": bytes after the JSON object (a NUL at byte ", nul,
+                       " of the line); jsonl wants one object per line"));
+    }
     GMLP_RETURN_IF_ERROR(AddJsonRow(obj, line_no, where, split, &builder));
   }
   return absl::OkStatus();
@@ -229,8 +235,12 @@ absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const
   try {
     root = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(out->path, ": not valid JSON (", e.what(), ")"));
+  }
+  if (const size_t nul = NulAfterJson(text); nul != std::string::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat(out->path, ": not valid JSON (", e.what(), ")"));
+        absl::StrCat(out->path, ": not valid JSON (", text.size() - nul,
+                     " bytes after the value, from byte ", nul, ", a NUL)"));
   }
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(

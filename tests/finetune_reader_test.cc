@@ -398,6 +398,33 @@ TEST_F(ReaderTest, NumberOverflowInJsonRowsIsAnErrorNamingTheFile) {
   }
 }
 
+// The JSON parser takes a NUL for the end of the text: bytes after one are refused, naming the
+// file (and line), in both JSON layouts (found by the session-24 mutation run).
+TEST_F(ReaderTest, BytesAfterANulInJsonRowsAreRefused) {
+  Write("nul.jsonl", std::string("{\"s\": \"a\", \"l\": \"x\"}\0garbage\n", 29));
+  Write("nul.json", std::string("{\"0\": {\"s\": \"a\", \"l\": \"x\"}}\0\0garbage", 36));
+  for (const char* layout : {"jsonl", "json_object"}) {
+    const std::string file = std::string(layout) == "jsonl" ? "nul.jsonl" : "nul.json";
+    auto t = TaskSpec::FromJson(nlohmann::json{{"name", "t"},
+                                               {"layout", layout},
+                                               {"labels", {"x", "y"}},
+                                               {"metrics", {"accuracy"}},
+                                               {"sentence1", "s"},
+                                               {"label", "l"},
+                                               {"train", {{"file", file}}},
+                                               {"eval", {{"file", file}}}},
+                                "spec");
+    ASSERT_TRUE(t.ok()) << t.status();
+    auto r = ReadSplit(*t, t->train, dir_);
+    ASSERT_FALSE(r.ok()) << layout;
+    const std::string want =
+        std::string(layout) == "jsonl"
+            ? JoinPath(dir_, file) + ":1: bytes after the JSON object"
+            : JoinPath(dir_, file) + ": not valid JSON (9 bytes after the value";
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status();
+  }
+}
+
 TEST_F(ReaderTest, TaskSpecErrors) {
   auto bad_metric = TaskSpec::FromJson(
       nlohmann::json::parse(R"({"name": "x", "labels": ["a", "b"], "metrics": ["pearson"],

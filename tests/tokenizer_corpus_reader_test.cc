@@ -416,6 +416,9 @@ TEST_F(CorpusReaderTest, MalformedJsonLinesAreOneLineErrorsNamingFileAndLine) {
       {"{\"text\": 42}", ":2: field \"text\" is a number, not a string"},
       {"{\"text\": null}", ":2: field \"text\" is null, not a string"},
       {"{\"text\": [\"a\"]}", ":2: field \"text\" is an array, not a string"},
+      // The JSON parser stops at a NUL: what follows it is refused, not dropped.
+      {std::string("{\"text\": \"x\"}\0\0garbage", 22),
+       ":2: bytes after the JSON object (a NUL at byte 13 of the line)"},
   };
   int i = 0;
   for (const Case& c : cases) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "tokenizer/byte_source.h"
 #include "tokenizer/utf8.h"
@@ -210,6 +211,11 @@ class CorpusReaderImpl : public CorpusReader {
       return absl::InvalidArgumentError(absl::StrCat(
           where(), "not a JSON object: syntax error at byte ", e.byte, " of the line", how,
           "; fix or remove the line, or pass --format=text to read the file as plain text"));
+    }
+    if (const size_t nul = NulAfterJson(line_); nul != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), "bytes after the JSON object (a NUL at byte ", nul, " of the line)",
+                       how, "; fix or remove the line"));
     }
     if (!j.is_object()) {
       return absl::InvalidArgumentError(
