@@ -6,6 +6,11 @@
 
 namespace gmlp {
 
+std::string BytesAfterJsonValue(absl::string_view parsed_text, size_t nul) {
+  return absl::StrCat(parsed_text.size() - nul, " bytes after the value, from byte ", nul,
+                      ", a NUL");
+}
+
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::string_view fix) {
   GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   nlohmann::json j;
@@ -16,9 +21,8 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::strin
   }
   const size_t nul = NulAfterJson(text);
   if (nul != std::string::npos) {
-    return absl::DataLossError(absl::StrCat(path, ": not valid JSON (", text.size() - nul,
-                                            " bytes after the value, from byte ", nul, ", a NUL); ",
-                                            fix));
+    return absl::DataLossError(
+        absl::StrCat(path, ": not valid JSON (", BytesAfterJsonValue(text, nul), "); ", fix));
   }
   return j;
 }

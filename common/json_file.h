@@ -19,6 +19,8 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path, absl::strin
 // byte after the value it refuses itself). A parsed text holds a NUL only after its value: the
 // offset of the first NUL, or npos when there is none. Every reader of JSON text checks it.
 inline size_t NulAfterJson(absl::string_view parsed_text) { return parsed_text.find('\0'); }
+// "N bytes after the value, from byte K, a NUL" for a whole file's text with a NUL at `nul`.
+std::string BytesAfterJsonValue(absl::string_view parsed_text, size_t nul);
 
 }  // namespace gmlp
 

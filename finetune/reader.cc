@@ -239,8 +239,7 @@ absl::Status ReadJsonObject(const std::string& text, const TaskSpec& task, const
   }
   if (const size_t nul = NulAfterJson(text); nul != std::string::npos) {
     return absl::InvalidArgumentError(
-        absl::StrCat(out->path, ": not valid JSON (", text.size() - nul,
-                     " bytes after the value, from byte ", nul, ", a NUL)"));
+        absl::StrCat(out->path, ": not valid JSON (", BytesAfterJsonValue(text, nul), ")"));
   }
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -373,6 +373,20 @@ TEST_F(ReaderTest, TaskSpecSplitColumnJsonlAndDefaults) {
   EXPECT_EQ(test.examples[0].id, "2");
 }
 
+// A one-sentence task reading rows {"s": text, "l": label} from `file` in `layout`, for both
+// splits.
+absl::StatusOr<TaskSpec> JsonRowsTask(const std::string& layout, const std::string& file) {
+  return TaskSpec::FromJson(nlohmann::json{{"name", "t"},
+                                           {"layout", layout},
+                                           {"labels", {"x", "y"}},
+                                           {"metrics", {"accuracy"}},
+                                           {"sentence1", "s"},
+                                           {"label", "l"},
+                                           {"train", {{"file", file}}},
+                                           {"eval", {{"file", file}}}},
+                            "spec");
+}
+
 // A number no double holds made nlohmann throw out_of_range, which escaped the readers' catch of
 // parse_error (found by tests/fuzz/task_reader_fuzz): now one error naming the file (and line).
 TEST_F(ReaderTest, NumberOverflowInJsonRowsIsAnErrorNamingTheFile) {
@@ -380,15 +394,7 @@ TEST_F(ReaderTest, NumberOverflowInJsonRowsIsAnErrorNamingTheFile) {
   Write("rows.json", "{\"0\": {\"s\": \"a\", \"l\": 1e99999}}");
   for (const char* layout : {"jsonl", "json_object"}) {
     const std::string file = std::string(layout) == "jsonl" ? "rows.jsonl" : "rows.json";
-    auto t = TaskSpec::FromJson(nlohmann::json{{"name", "t"},
-                                               {"layout", layout},
-                                               {"labels", {"x", "y"}},
-                                               {"metrics", {"accuracy"}},
-                                               {"sentence1", "s"},
-                                               {"label", "l"},
-                                               {"train", {{"file", file}}},
-                                               {"eval", {{"file", file}}}},
-                                "spec");
+    auto t = JsonRowsTask(layout, file);
     ASSERT_TRUE(t.ok()) << t.status();
     auto r = ReadSplit(*t, t->train, dir_);
     ASSERT_FALSE(r.ok()) << layout;
@@ -405,15 +411,7 @@ TEST_F(ReaderTest, BytesAfterANulInJsonRowsAreRefused) {
   Write("nul.json", std::string("{\"0\": {\"s\": \"a\", \"l\": \"x\"}}\0\0garbage", 36));
   for (const char* layout : {"jsonl", "json_object"}) {
     const std::string file = std::string(layout) == "jsonl" ? "nul.jsonl" : "nul.json";
-    auto t = TaskSpec::FromJson(nlohmann::json{{"name", "t"},
-                                               {"layout", layout},
-                                               {"labels", {"x", "y"}},
-                                               {"metrics", {"accuracy"}},
-                                               {"sentence1", "s"},
-                                               {"label", "l"},
-                                               {"train", {{"file", file}}},
-                                               {"eval", {{"file", file}}}},
-                                "spec");
+    auto t = JsonRowsTask(layout, file);
     ASSERT_TRUE(t.ok()) << t.status();
     auto r = ReadSplit(*t, t->train, dir_);
     ASSERT_FALSE(r.ok()) << layout;
