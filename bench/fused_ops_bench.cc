@@ -1,29 +1,31 @@
 // gmlp's fused CPU kernels against the ATen ops they replace, forward + backward, at the
 // shapes a gmlp-tiny / gmlp-small training step runs them (32 x 128 rows):
 //
-//   layer_norm   model::LayerNormBf16 vs the casts it replaced: bf16 -> fp32, ATen's
+//   layer_norm   kernels::cpu::LayerNormBf16 vs the casts it replaced: bf16 -> fp32, ATen's
 //                layer_norm, fp32 -> bf16 for the next matmul (the SGU's LayerNorm at d_ffn / 2,
 //                and a LayerNorm at d_model)
 //   layer_norm_f32_in  the same kernel on an fp32 input (a pre-LN block's LayerNorm), bf16 out,
 //                vs ATen's fp32 layer_norm and a cast to bf16
-//   gelu         model::BiasGelu vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
+//   gelu         kernels::cpu::BiasGelu vs what autocast ran: bf16 bias + gelu (d_ffn / 2 wide, as
 //                gMLP's Z2 half; d_model, as the MLM head)
-//   gelu_gate    model::BiasGeluGate vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
+//   gelu_gate    kernels::cpu::BiasGeluGate vs gelu(y + bias) * gate (gMLP's Z1 half and gating)
 //   gelu_f32, gelu_gate_f32  the same kernels on float32 activations without a bias, as the
 //                float32 step runs them (the bias stays in addmm), vs gelu(y) [* gate]
 //   linear_gelu_gate_f32[_bias_in_kernel]  gMLP-tiny's U1 matmul with GELU and the gate in
 //                float32: gemm.h's Linear with the bias + the kernel (as layers.cc runs it), or
 //                without it + the kernel adding the bias, vs ATen's linear, gelu and product
-//   gelu_layer_norm_f32  model::BiasGeluLayerNorm in float32 without a bias (gMLP's Z2 and the
+//   gelu_layer_norm_f32  kernels::cpu::BiasGeluLayerNorm in float32 without a bias (gMLP's Z2 and
+//   the
 //                SGU's LayerNorm as the float32 step runs them) vs layer_norm(gelu(y))
-//   add_layer_norm  model::AddLayerNorm (a pre-LN block's residual add and LayerNorm in one
-//                pass) vs ATen's add and model::LayerNormBf16 on the sum
+//   add_layer_norm  kernels::cpu::AddLayerNorm (a pre-LN block's residual add and LayerNorm in one
+//                pass) vs ATen's add and kernels::cpu::LayerNormBf16 on the sum
 //   add_layer_norm_f32  the same in float32 (delta and the output too) vs ATen's add and
 //                layer_norm
-//   attention    model::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
+//   attention    kernels::cpu::TinyAttentionBf16 vs the ATen composition it replaced under CPU bf16
 //                autocast (aMLP's tiny attention, one 64-wide head over 128 positions, a quarter
 //                of the keys padded in half the sequences)
-//   attention_heads  model::AttentionBf16 as transformer-tiny runs it in training (2 heads of 64,
+//   attention_heads  kernels::cpu::AttentionBf16 as transformer-tiny runs it in training (2 heads
+//   of 64,
 //                ALiBi, the same padding, dropout 0.1 on the probabilities) vs its ATen composition
 //   linear_f32, spatial_f32, attention_f32  model/gemm.h's float32 products (Linear at the U, V
 //                and MLM-logit shapes, AddMm as the spatial projection, BatchedMm as attention's
@@ -53,12 +55,12 @@
 #include <vector>
 
 #include "common/process.h"
-#include "model/attention_bf16.h"
-#include "model/autocast.h"
-#include "model/dropout.h"
-#include "model/gelu_cpu.h"
-#include "model/gemm.h"
-#include "model/layer_norm_cpu.h"
+#include "kernels/attention_bf16.h"
+#include "kernels/autocast.h"
+#include "kernels/dropout.h"
+#include "kernels/gelu_cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/layer_norm_cpu.h"
 
 namespace {
 
@@ -115,9 +117,9 @@ torch::Tensor FloatLeaf(int64_t d, double scale, double shift) {
 }
 
 std::vector<Case> Cases() {
-  using gmlp::model::BiasGelu;
-  using gmlp::model::BiasGeluGate;
-  using gmlp::model::LayerNormBf16;
+  using gmlp::kernels::cpu::BiasGelu;
+  using gmlp::kernels::cpu::BiasGeluGate;
+  using gmlp::kernels::cpu::LayerNormBf16;
   std::vector<Case> cases;
   const int64_t N = 32 * 128;
   for (const auto& [shape, d] :
@@ -125,19 +127,18 @@ std::vector<Case> Cases() {
                                                     {"gmlp-small sgu (d_ffn/2 = 768)", 768},
                                                     {"d_model = 128", 128}}) {
     const int64_t act = N * d * 2;  // one bf16 activation
-    cases.push_back({"layer_norm",
-                     shape,
-                     N,
-                     d,
-                     {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
-                     One([d = d](const Leaves& l) {
-                       return LayerNormBf16(l[0], l[1], l[2], 1e-5);
-                     }),
-                     One([d = d](const Leaves& l) {
-                       return torch::layer_norm(l[0].to(torch::kFloat32), {d}, l[1], l[2], 1e-5)
-                           .to(torch::kBFloat16);
-                     }),
-                     2 * act + 3 * act});  // x in, y out; x, dy in, dx out
+    cases.push_back(
+        {"layer_norm",
+         shape,
+         N,
+         d,
+         {Bf16Leaf(N, d, 1, 0), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
+         One([d = d](const Leaves& l) { return LayerNormBf16(l[0], l[1], l[2], 1e-5); }),
+         One([d = d](const Leaves& l) {
+           return torch::layer_norm(l[0].to(torch::kFloat32), {d}, l[1], l[2], 1e-5)
+               .to(torch::kBFloat16);
+         }),
+         2 * act + 3 * act});  // x in, y out; x, dy in, dx out
     cases.push_back(
         {"gelu",
          shape,
@@ -182,7 +183,7 @@ std::vector<Case> Cases() {
                      d,
                      {y32.clone().requires_grad_(), FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
                      One([](const Leaves& l) {
-                       return gmlp::model::BiasGeluLayerNorm(l[0], {}, l[1], l[2], 1e-5);
+                       return gmlp::kernels::cpu::BiasGeluLayerNorm(l[0], {}, l[1], l[2], 1e-5);
                      }),
                      One([d = d](const Leaves& l) {
                        return torch::layer_norm(torch::gelu(l[0]), {d}, l[1], l[2], 1e-5);
@@ -204,8 +205,9 @@ std::vector<Case> Cases() {
           (torch::randn({f, d_in}) * 0.05).requires_grad_(), FloatLeaf(f, 0.1, 0),
           (torch::randn({N, f}) * 0.1 + 1).requires_grad_()},
          One([bias_in_gemm](const Leaves& l) {
-           return bias_in_gemm ? BiasGeluGate(gmlp::model::Linear(l[0], l[1], l[2]), {}, l[3])
-                               : BiasGeluGate(gmlp::model::Linear(l[0], l[1]), l[2], l[3]);
+           return bias_in_gemm
+                      ? BiasGeluGate(gmlp::kernels::cpu::Linear(l[0], l[1], l[2]), {}, l[3])
+                      : BiasGeluGate(gmlp::kernels::cpu::Linear(l[0], l[1]), l[2], l[3]);
          }),
          One([](const Leaves& l) { return torch::gelu(torch::linear(l[0], l[1], l[2])) * l[3]; }),
          0});  // GEMM-bound: no copy floor
@@ -235,7 +237,7 @@ std::vector<Case> Cases() {
                    {(torch::randn({N, d}) * 2).requires_grad_(), Bf16Leaf(N, d, 0.5, 0),
                     FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
                    [](const Leaves& l) {
-                     auto [sum, y] = gmlp::model::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
+                     auto [sum, y] = gmlp::kernels::cpu::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
                      return Outputs{sum, y};
                    },
                    [](const Leaves& l) {
@@ -254,7 +256,7 @@ std::vector<Case> Cases() {
        {(torch::randn({N, d}) * 2).requires_grad_(), (torch::randn({N, d}) * 0.5).requires_grad_(),
         FloatLeaf(d, 0.1, 1), FloatLeaf(d, 0.1, 0)},
        [](const Leaves& l) {
-         auto [sum, y] = gmlp::model::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
+         auto [sum, y] = gmlp::kernels::cpu::AddLayerNorm(l[0], l[1], l[2], l[3], 1e-5);
          return Outputs{sum, y};
        },
        [](const Leaves& l) {
@@ -268,26 +270,28 @@ std::vector<Case> Cases() {
   const int64_t n = 128, B = N / n, a = 64;
   torch::Tensor key_bias = torch::zeros({B, 1, n});
   key_bias.narrow(0, 0, B / 2).narrow(2, 3 * n / 4, n / 4).fill_(-1e9);
-  cases.push_back(
-      {"attention",
-       "amlp-tiny (n = 128, a = 64)",
-       N,
-       a,
-       {Bf16Leaf(N, 3 * a, 1, 0)},
-       One([=](const Leaves& l) { return gmlp::model::TinyAttentionBf16(l[0], n, B, key_bias); }),
-       One([=](const Leaves& l) {
-         gmlp::model::AutocastScope autocast(true);
-         const auto qkv = l[0].view({n, B, 3, a}).unbind(2);
-         const torch::Tensor q = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
-         const torch::Tensor scores =
-             torch::matmul(q, qkv[1].transpose(0, 1).transpose(1, 2)) + key_bias;
-         return torch::matmul(torch::softmax(scores, -1), qkv[2].transpose(0, 1))
-             .transpose(0, 1)
-             .reshape({n * B, a});
-       }),
-       (N * 3 * a + N * a) * 2 * 2});  // q|k|v in, out; dout in, dq|dk|dv out
+  cases.push_back({"attention",
+                   "amlp-tiny (n = 128, a = 64)",
+                   N,
+                   a,
+                   {Bf16Leaf(N, 3 * a, 1, 0)},
+                   One([=](const Leaves& l) {
+                     return gmlp::kernels::cpu::TinyAttentionBf16(l[0], n, B, key_bias);
+                   }),
+                   One([=](const Leaves& l) {
+                     gmlp::kernels::AutocastScope autocast(true);
+                     const auto qkv = l[0].view({n, B, 3, a}).unbind(2);
+                     const torch::Tensor q =
+                         qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
+                     const torch::Tensor scores =
+                         torch::matmul(q, qkv[1].transpose(0, 1).transpose(1, 2)) + key_bias;
+                     return torch::matmul(torch::softmax(scores, -1), qkv[2].transpose(0, 1))
+                         .transpose(0, 1)
+                         .reshape({n * B, a});
+                   }),
+                   (N * 3 * a + N * a) * 2 * 2});  // q|k|v in, out; dout in, dq|dk|dv out
   // transformer-tiny's self-attention in training: 2 heads of 64 (d = 128), ALiBi, dropout 0.1,
-  // against transformer.cc's ATen composition with model::Dropout.
+  // against transformer.cc's ATen composition with kernels::cpu::Dropout.
   const int64_t H = 2, hd = H * a;
   const torch::Tensor pos = torch::arange(n, torch::kFloat);
   const torch::Tensor slopes = torch::tensor({0.0625f, 0.00390625f}).view({H, 1, 1});
@@ -299,10 +303,11 @@ std::vector<Case> Cases() {
                    hd,
                    {Bf16Leaf(N, 3 * hd, 1, 0)},
                    One([=](const Leaves& l) {
-                     return gmlp::model::AttentionBf16(l[0], n, B, H, key_bias, alibi, 0.1, true);
+                     return gmlp::kernels::cpu::AttentionBf16(l[0], n, B, H, key_bias, alibi, 0.1,
+                                                              true);
                    }),
                    One([=](const Leaves& l) {
-                     gmlp::model::AutocastScope autocast(true);
+                     gmlp::kernels::AutocastScope autocast(true);
                      const auto qkv = l[0].view({n, B, 3, H, a}).unbind(2);
                      const torch::Tensor q =
                          qkv[0].permute({1, 2, 0, 3}) * (1.0 / std::sqrt(static_cast<double>(a)));
@@ -310,7 +315,7 @@ std::vector<Case> Cases() {
                      scores = scores - (slopes * distance).to(scores.scalar_type());
                      scores = scores + key_bias.unsqueeze(1);
                      const torch::Tensor probs =
-                         gmlp::model::Dropout(torch::softmax(scores, -1), 0.1, true);
+                         gmlp::kernels::cpu::Dropout(torch::softmax(scores, -1), 0.1, true);
                      return torch::matmul(probs, qkv[2].permute({1, 2, 0, 3}))
                          .permute({2, 0, 1, 3})
                          .reshape({n * B, hd});
@@ -324,22 +329,23 @@ std::vector<Case> Cases() {
            {"U: 4096 x 128 -> 384", N, 128, 384},
            {"V: 4096 x 384 -> 128", N, 384, 128},
            {"MLM logits: 614 x 128 -> 8192", 614, 128, 8192}}) {
-    cases.push_back({"linear_f32",
-                     shape,
-                     rows,
-                     out,
-                     {f32({rows, in}), f32({out, in}), f32({out})},
-                     One([](const Leaves& l) { return gmlp::model::Linear(l[0], l[1], l[2]); }),
-                     One([](const Leaves& l) { return torch::linear(l[0], l[1], l[2]); }),
-                     // x, W in, y out; dy in, dx, dW out
-                     4 * (2 * (rows * in + out * in) + 2 * rows * out)});
+    cases.push_back(
+        {"linear_f32",
+         shape,
+         rows,
+         out,
+         {f32({rows, in}), f32({out, in}), f32({out})},
+         One([](const Leaves& l) { return gmlp::kernels::cpu::Linear(l[0], l[1], l[2]); }),
+         One([](const Leaves& l) { return torch::linear(l[0], l[1], l[2]); }),
+         // x, W in, y out; dy in, dx, dW out
+         4 * (2 * (rows * in + out * in) + 2 * rows * out)});
   }
   cases.push_back({"spatial_f32",
                    "128 x 128 @ 128 x (32 * 384) + column bias",
                    n,
                    B * 384,
                    {f32({n, n}), f32({n, B * 384}), f32({n, 1})},
-                   One([](const Leaves& l) { return gmlp::model::AddMm(l[2], l[0], l[1]); }),
+                   One([](const Leaves& l) { return gmlp::kernels::cpu::AddMm(l[2], l[0], l[1]); }),
                    One([](const Leaves& l) { return torch::addmm(l[2], l[0], l[1]); }),
                    4 * 4 * n * B * 384});
   cases.push_back({"attention_f32",
@@ -347,7 +353,7 @@ std::vector<Case> Cases() {
                    N,
                    n,
                    {f32({B, 2, n, a}), f32({B, 2, a, n})},
-                   One([](const Leaves& l) { return gmlp::model::BatchedMm(l[0], l[1]); }),
+                   One([](const Leaves& l) { return gmlp::kernels::cpu::BatchedMm(l[0], l[1]); }),
                    One([](const Leaves& l) { return torch::matmul(l[0], l[1]); }),
                    4 * 2 * (2 * B * 2 * n * a + B * 2 * n * n)});
   return cases;

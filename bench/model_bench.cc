@@ -6,9 +6,13 @@
 // final LayerNorm on every row) built from the same weights in the same process, and a
 // profile of where a gMLP step's time goes.
 //
+// With --kernels=auto,aten every encoder runs under both kernel policies (kernels/ops.h) in the
+// same process, rounds interleaved, and the A/B lines give auto's speed-up over ATen's ops.
+//
 // Dropout is 0 throughout (so both gMLP formulations compute the same loss).
 //
 // Usage: model_bench [--presets=tiny,small] [--steps=4] [--rounds=2] [--threads=2]
+//                    [--kernels=auto|aten|auto,aten]
 #include <time.h>
 #include <torch/torch.h>
 
@@ -27,7 +31,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/op_profile.h"
 #include "common/process.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/heads.h"
@@ -91,14 +96,17 @@ Batch MakeBatch(const EncoderConfig& c, int64_t B, int64_t n) {
 // A step function: forward + loss + backward, returns the loss.
 using StepFn = std::function<double(bool bf16)>;
 
+// The pretrainer's step: forward under autocast, the MLM loss (mean over the masked rows) as the
+// trainer computes it, backward.
 double MlmStep(MlmModel& model, const Batch& batch, bool bf16) {
   model->zero_grad(/*set_to_none=*/false);  // 2.x defaults to true
-  torch::Tensor loss;
+  torch::Tensor logits;
   {
-    AutocastScope autocast(bf16);
-    loss = torch::cross_entropy_loss(model->forward(batch.input, batch.masked_M).to(torch::kFloat),
-                                     batch.targets_M);
+    kernels::AutocastScope autocast(bf16);
+    logits = model->forward(batch.input, batch.masked_M);
   }
+  const torch::Tensor loss =
+      kernels::SumCrossEntropy(logits, batch.targets_M).loss / batch.targets_M.size(0);
   loss.backward();
   return loss.item<double>();
 }
@@ -120,7 +128,7 @@ double NaiveGmlpStep(MlmModel& model, const std::vector<torch::Tensor>& u_weight
   };
   torch::Tensor loss;
   {
-    AutocastScope autocast(bf16);
+    kernels::AutocastScope autocast(bf16);
     const auto& ids = batch.input.input_ids;
     const int64_t B = ids.size(0), n = ids.size(1);
     torch::Tensor x =
@@ -163,6 +171,7 @@ std::pair<double, double> TimeSteps(const StepFn& step, bool bf16, int steps) {
 int Main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a run cut short still shows its lines
   std::vector<std::string> sizes = {"tiny", "small"};
+  std::vector<kernels::Policy> policies = {kernels::Policy::kAuto};
   int steps = 4, rounds = 2, threads = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -180,10 +189,18 @@ int Main(int argc, char** argv) {
     } else if (const char* v = value("--threads")) {
       if (!absl::SimpleAtoi(v, &threads) || threads < 1)
         return std::fprintf(stderr, "bad --threads\n"), 1;
+    } else if (const char* v = value("--kernels")) {
+      policies.clear();
+      for (const absl::string_view name : absl::StrSplit(v, ',')) {
+        const auto policy = kernels::ParsePolicy(std::string_view(name.data(), name.size()));
+        if (!policy) return std::fprintf(stderr, "bad --kernels: auto, aten or auto,aten\n"), 1;
+        policies.push_back(*policy);
+      }
     } else {
       std::fprintf(stderr,
                    "model_bench: unknown argument '%s'\nusage: model_bench "
-                   "[--presets=tiny,small] [--steps=4] [--rounds=2] [--threads=2]\n",
+                   "[--presets=tiny,small] [--steps=4] [--rounds=2] [--threads=2] "
+                   "[--kernels=auto,aten]\n",
                    arg.c_str());
       return 1;
     }
@@ -225,11 +242,20 @@ int Main(int argc, char** argv) {
       batches[name] = MakeBatch(*config, B, n);
       const Batch* batch = &batches[name];
       const double fpt = TrainingFlopsPerToken(*config, n, 0.15);
-      rows.push_back({name,
-                      fpt,
-                      [model, batch](bool bf16) mutable { return MlmStep(model, *batch, bf16); },
-                      {},
-                      {}});
+      for (const kernels::Policy policy : policies) {
+        // The row of the first policy is named as the encoder; A/B rows add the policy.
+        const std::string row_name =
+            policy == policies.front() ? name
+                                       : absl::StrCat(name, " [", kernels::PolicyName(policy), "]");
+        rows.push_back({row_name,
+                        fpt,
+                        [model, batch, policy](bool bf16) mutable {
+                          const kernels::PolicyScope scope(policy);
+                          return MlmStep(model, *batch, bf16);
+                        },
+                        {},
+                        {}});
+      }
       if (std::string(arch) == "gmlp") {
         // The eager formulation, on the same weights: U = [U1; U2] as one (f, d) parameter.
         std::vector<torch::Tensor> uw, ub;
@@ -314,10 +340,26 @@ int Main(int argc, char** argv) {
         rows[i + 1].best[1].cpu / rows[i].best[1].cpu,
         std::abs(rows[i].loss[0] - rows[i + 1].loss[0]));
   }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = i + 1; j < rows.size() && policies.size() > 1; ++j) {
+      if (rows[j].name != absl::StrCat(rows[i].name, " [", kernels::PolicyName(policies[1]), "]"))
+        continue;
+      std::printf(
+          "A/B %s: --kernels=%s over --kernels=%s, speed-up per wall-s (per CPU-s): fp32 %.2fx "
+          "(%.2fx), bf16 %.2fx (%.2fx); loss diff fp32 %.2e, bf16 %.2e\n",
+          rows[i].name.c_str(), kernels::PolicyName(policies[0]), kernels::PolicyName(policies[1]),
+          rows[j].best[0].wall / rows[i].best[0].wall, rows[j].best[0].cpu / rows[i].best[0].cpu,
+          rows[j].best[1].wall / rows[i].best[1].wall, rows[j].best[1].cpu / rows[i].best[1].cpu,
+          std::abs(rows[i].loss[0] - rows[j].loss[0]), std::abs(rows[i].loss[1] - rows[j].loss[1]));
+    }
+  }
   std::fflush(stdout);
   for (size_t i = 0; i < rows.size(); ++i) {
     // Profiles of the first size only (gMLP and its eager-style port), to bound the run time.
-    if (rows[i].name.rfind("gmlp-" + sizes.front(), 0) != 0) continue;
+    if (rows[i].name.rfind("gmlp-" + sizes.front(), 0) != 0 ||
+        rows[i].name.find('[') != std::string::npos) {
+      continue;
+    }
     bench::PrintOpProfile(rows[i].name + " fp32", bench::ProfileOps([&] { rows[i].step(false); }));
     bench::PrintOpProfile(rows[i].name + " bf16", bench::ProfileOps([&] { rows[i].step(true); }));
   }

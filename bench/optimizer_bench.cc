@@ -1,8 +1,8 @@
 // The step after backward, clipping and AdamW, for a preset's real parameters: the multi-tensor
-// CPU kernels (pretrain/multi_tensor_cpu.h) against ATen's per-tensor ops (what the trainer did
-// before them), interleaved over rounds in one process. Gradients are random with a global norm
-// above the clip threshold, so the scaling pass runs as it does early in pretraining. Prints one
-// JSON line per preset with the median time of each and their ratio.
+// CPU kernels (kernels/multi_tensor_cpu.h, under --kernels=auto) against ATen's per-tensor ops
+// (what the trainer did before them), interleaved over rounds in one process. Gradients are random
+// with a global norm above the clip threshold, so the scaling pass runs as it does early in
+// pretraining. Prints one JSON line per preset with the median time of each and their ratio.
 //
 // Usage: optimizer_bench [--threads=2] [--rounds=7] [--iters=20] [--presets=gmlp-tiny,...]
 #include <torch/torch.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 #include "model/heads.h"
 #include "pretrain/grad_sync.h"
@@ -35,8 +36,10 @@ double TimeMs(gmlp::pretrain::Optimizer& opt, const std::vector<torch::Tensor>& 
   double ms = 0;
   for (int i = 0; i < iters; ++i) {
     for (size_t k = 0; k < params.size(); ++k) params[k].mutable_grad().copy_(grads[k]);
+    const gmlp::kernels::PolicyScope policy(multi_tensor ? gmlp::kernels::Policy::kAuto
+                                                         : gmlp::kernels::Policy::kAten);
     const auto t0 = Clock::now();
-    gmlp::pretrain::ClipGradNormAsync(params, 1.0, multi_tensor);
+    gmlp::pretrain::ClipGradNormAsync(params, 1.0);
     opt.Step(1e-4);
     ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
@@ -78,7 +81,6 @@ int main(int argc, char** argv) {
       numel += p.numel();
     }
     gmlp::pretrain::OptimizerOptions multi, aten;
-    aten.multi_tensor_cpu = false;
     gmlp::pretrain::Optimizer opt_multi(params, multi), opt_aten(params, aten);
     TimeMs(opt_multi, params, grads, true, 3);  // warm up both
     TimeMs(opt_aten, params, grads, false, 3);

@@ -19,6 +19,7 @@
 #include "bench/op_profile.h"
 #include "common/file_util.h"
 #include "common/process.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/heads.h"
@@ -29,9 +30,9 @@
 #include "pretrain/trainer.h"
 #include "tokenizer/tokenizer.h"
 
-ABSL_FLAG(bool, multi_tensor_cpu, true,
-          "Clipping and AdamW of float32 CPU parameters as multi-tensor kernels; false: ATen's "
-          "per-tensor ops, as before them.");
+ABSL_FLAG(std::string, kernels, "auto",
+          "kernels/ops.h's policy: auto (gmlp's CPU kernels where they apply) | aten (ATen's ops "
+          "everywhere).");
 ABSL_FLAG(std::string, preset, "gmlp-tiny", "Encoder preset.");
 ABSL_FLAG(int64_t, vocab, 8192, "Vocabulary size.");
 ABSL_FLAG(int64_t, seq_len, 128, "Sequence length.");
@@ -124,7 +125,14 @@ int Main() {
   o.config.bf16 = absl::GetFlag(FLAGS_bf16);
   if (absl::GetFlag(FLAGS_bucket_mb) > 0) o.config.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   o.quiet = true;
-  o.multi_tensor_cpu = absl::GetFlag(FLAGS_multi_tensor_cpu);
+  o.config.kernels = absl::GetFlag(FLAGS_kernels);
+  const auto policy = kernels::ParsePolicy(o.config.kernels);
+  if (!policy) {
+    std::fprintf(stderr, "pretrain_bench: --kernels=%s is not one of auto, aten\n",
+                 o.config.kernels.c_str());
+    return 2;
+  }
+  kernels::SetPolicy(*policy);
   Trainer trainer(
       o, mlm.ptr(),
       [mlm](const model::EncoderInput& in, const torch::Tensor& idx) mutable {
@@ -165,7 +173,7 @@ int Main() {
                         {"world_size", env->world_size},
                         {"threads", absl::GetFlag(FLAGS_threads)},
                         {"keep_freed_memory", absl::GetFlag(FLAGS_keep_freed_memory)},
-                        {"multi_tensor_cpu", o.multi_tensor_cpu},
+                        {"kernels", o.config.kernels},
                         {"batch_per_rank", batch},
                         {"tokens_per_s", tokens_per_s},
                         {"step_ms", 1000 * elapsed / steps},

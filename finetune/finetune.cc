@@ -21,6 +21,7 @@
 #include "common/tensorboard.h"
 #include "finetune/metrics.h"
 #include "finetune/saved_model.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/provenance.h"
@@ -432,6 +433,7 @@ absl::StatusOr<FinetuneResult> FinetuneResult::FromJson(const nlohmann::json& j)
 
 absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
   GMLP_RETURN_IF_ERROR(given.options.Validate());
+  kernels::SetPolicy(*kernels::ParsePolicy(given.options.kernels));
   GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(given));
   if (given.output.empty()) {
     return absl::InvalidArgumentError("--output is empty; name a directory");

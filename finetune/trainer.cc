@@ -12,7 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "finetune/metrics.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
+#include "kernels/ops.h"
 #include "pretrain/optimizer.h"
 #include "pretrain/run.h"
 #include "pretrain/schedule.h"
@@ -83,6 +84,7 @@ absl::Status FinetuneOptions::Validate(const KeyOrigins& origins) const {
   if (!(weight_decay >= 0)) return bad("weight_decay", weight_decay, " must be >= 0");
   if (!(clip_norm >= 0)) return bad("clip_norm", clip_norm, " must be >= 0 (0 = off)");
   if (eval_batch_size < 1) return bad("eval_batch_size", eval_batch_size, " must be >= 1");
+  if (!kernels::ParsePolicy(kernels)) return bad("kernels", kernels, " is not one of auto, aten");
   return absl::OkStatus();
 }
 
@@ -159,7 +161,7 @@ SplitPredictions Predict(model::SequenceClassifier& classifier, bool regression,
                          const std::vector<EncodedExample>& examples, int64_t batch_size,
                          bool bf16) {
   c10::InferenceMode inference;
-  model::AutocastScope autocast(bf16);
+  kernels::AutocastScope autocast(bf16);
   classifier->eval();
   SplitPredictions out;
   // Length-sorted batches pad less; results go back to file order.
@@ -252,7 +254,7 @@ torch::Tensor BatchLoss(const TaskSpec& task, model::SequenceClassifier& clf, Pa
                         torch::Device device, bool bf16) {
   torch::Tensor out_BC;
   {
-    model::AutocastScope autocast(bf16);
+    kernels::AutocastScope autocast(bf16);
     out_BC = clf->forward(ToInput(b, device));
   }
   if (task.is_regression()) {

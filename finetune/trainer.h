@@ -36,9 +36,10 @@ struct FinetuneOptions {
   double weight_decay = 0.01;  // AdamW, not on biases and LayerNorm weights
   double clip_norm = 1.0;      // global gradient-norm clip; 0 = off
   int64_t eval_batch_size = 128;
-  int64_t log_every = 100;  // optimizer steps between progress lines; 0 = only per epoch
-  bool quiet = false;       // no progress lines at all (tests)
-  bool bf16 = false;        // bf16 autocast for the training forward passes
+  int64_t log_every = 100;       // optimizer steps between progress lines; 0 = only per epoch
+  bool quiet = false;            // no progress lines at all (tests)
+  bool bf16 = false;             // bf16 autocast for the training forward passes
+  std::string kernels = "auto";  // auto | aten (kernels/ops.h's policy)
   // Training batches of similar lengths: each epoch's shuffled order is cut into pools of 50
   // batches, each pool sorted by length and cut into batches, and the batches shuffled. Far less
   // padding (batches pad to their longest member) for the same examples per epoch.
@@ -67,6 +68,9 @@ struct FinetuneOptions {
     visit("bf16", self.bf16,
           "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "
           "bf16; LayerNorm and losses stay fp32");
+    visit("kernels", self.kernels,
+          "which ops run gmlp's CPU kernels: auto (wherever one covers the operands, "
+          "kernels/README.md) | aten (ATen's ops everywhere: A/B checks without a rebuild)");
   }
 
   // InvalidArgument naming the first bad value as `origins` says it was set (a file and key,

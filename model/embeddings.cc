@@ -1,7 +1,7 @@
 // Input embeddings (see embeddings.h).
 #include "model/embeddings.h"
 
-#include "model/dropout.h"
+#include "kernels/ops.h"
 
 namespace gmlp::model {
 namespace {
@@ -38,7 +38,7 @@ torch::Tensor EmbeddingsImpl::forward(const EncoderInput& input, const SeqBatch&
   }
   if (position_) x_nBD = x_nBD + position_->weight.narrow(0, 0, n).unsqueeze(1);
   torch::Tensor x_ND = norm_(x_nBD.view({n * B, -1}));
-  return Dropout(x_ND, dropout_, is_training());
+  return kernels::Dropout(x_ND, dropout_, is_training());
 }
 
 }  // namespace gmlp::model

@@ -7,10 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "kernels/ops.h"
 #include "model/arch.h"
-#include "model/attention_bf16.h"
-#include "model/dropout.h"
-#include "model/gemm.h"
 
 namespace gmlp::model {
 
@@ -49,26 +47,14 @@ torch::Tensor GmlpBlockImpl::SpatialProjection(torch::Tensor v_NG, const SeqBatc
   if (batch.keep_N1.defined()) v_NG = v_NG * batch.keep_N1;
   // Row i*B + b of the (N, g) tensor is row i of the (n, B*g) view: one GEMM mixes positions
   // for the whole batch, and addmm adds b[i] to row i.
-  return AddMm(LeadingColumn(spatial_bias_, n), LeadingBlock(spatial_weight_, n),
-               v_NG.view({n, B * g}))
+  return kernels::AddMm(LeadingColumn(spatial_bias_, n), LeadingBlock(spatial_weight_, n),
+                        v_NG.view({n, B * g}))
       .view({n * B, g});
 }
 
 torch::Tensor GmlpBlockImpl::TinyAttention(const torch::Tensor& qkv_N3A, const SeqBatch& batch) {
-  const int64_t n = batch.n, B = batch.B, a = config_.attn_size;
-  if (qkv_N3A.is_cpu() && qkv_N3A.scalar_type() == torch::kBFloat16) {
-    return attn_out_(TinyAttentionBf16(qkv_N3A, n, B, batch.key_bias_B1N));
-  }
-  // unbind's backward stacks the three gradients (no zero-filled full-size buffers).
-  const auto qkv = qkv_N3A.view({n, B, 3, a}).unbind(2);  // 3 x (n, B, a)
-  const torch::Tensor q_BnA = qkv[0].transpose(0, 1) * (1.0 / std::sqrt(static_cast<double>(a)));
-  const torch::Tensor k_BnA = qkv[1].transpose(0, 1);
-  const torch::Tensor v_BnA = qkv[2].transpose(0, 1);
-  torch::Tensor scores_Bnn = BatchedMm(q_BnA, k_BnA.transpose(1, 2));
-  if (batch.key_bias_B1N.defined()) scores_Bnn = scores_Bnn + batch.key_bias_B1N;
-  const torch::Tensor probs_Bnn = torch::softmax(scores_Bnn, -1);
-  const torch::Tensor o_nBA = BatchedMm(probs_Bnn, v_BnA).transpose(0, 1);
-  return attn_out_(o_nBA.reshape({n * B, a}));
+  return attn_out_(kernels::Attention(qkv_N3A, batch.n, batch.B, /*heads=*/1, batch.key_bias_B1N,
+                                      /*score_bias=*/{}, /*dropout=*/0.0, /*train=*/false));
 }
 
 Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
@@ -91,8 +77,8 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
         // Proj(Z) with Z = [Z1, Z2] never materialized: Z1 W[:, :g]^T + Z2 W[:, g:]^T + bias.
         const int64_t g = z1_NG.size(1);
         const torch::Tensor& w = attn_qkv_->weight;
-        qkv_N3A =
-            Linear(z1_NG, w.narrow(1, 0, g), attn_qkv_->bias) + Linear(z2_NG, w.narrow(1, g, g));
+        qkv_N3A = kernels::Linear(z1_NG, w.narrow(1, 0, g), attn_qkv_->bias) +
+                  kernels::Linear(z2_NG, w.narrow(1, g, g));
       }
       gate_NG = gate_NG + TinyAttention(qkv_N3A, batch);
     }
@@ -112,7 +98,7 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
       s_NG = gate_NF;
     }
   }
-  return {x_ND, Dropout(out_(s_NG), config_.dropout, is_training())};
+  return {x_ND, kernels::Dropout(out_(s_NG), config_.dropout, is_training())};
 }
 
 namespace {

@@ -1,8 +1,7 @@
 // MLM head, MLM model and sequence classifier (see heads.h).
 #include "model/heads.h"
 
-#include "model/dropout.h"
-#include "model/gemm.h"
+#include "kernels/ops.h"
 #include "model/layers.h"
 
 namespace gmlp::model {
@@ -37,7 +36,7 @@ MlmHeadImpl::MlmHeadImpl(const EncoderConfig& config, torch::Tensor tied_embeddi
 
 torch::Tensor MlmHeadImpl::forward(torch::Tensor hidden_MD) {
   const torch::Tensor h_MD = norm_(LinearGelu(dense_, hidden_MD));
-  return Linear(h_MD, tied_embedding_VD_, bias_);
+  return kernels::Linear(h_MD, tied_embedding_VD_, bias_);
 }
 
 MlmModelImpl::MlmModelImpl(const EncoderConfig& config) {
@@ -69,7 +68,7 @@ SequenceClassifierImpl::SequenceClassifierImpl(std::shared_ptr<EncoderImpl> enco
 torch::Tensor SequenceClassifierImpl::forward(const EncoderInput& input) {
   // Only position 0 is read, so only its row gets the final LayerNorm.
   const torch::Tensor cls_BD = encoder_->final_norm(encoder_->forward_features(input).select(1, 0));
-  return out_(Dropout(torch::tanh(pooler_(cls_BD)), dropout_, is_training()));
+  return out_(kernels::Dropout(torch::tanh(pooler_(cls_BD)), dropout_, is_training()));
 }
 
 }  // namespace gmlp::model

@@ -9,7 +9,6 @@
 
 #include <torch/torch.h>
 
-#include <array>
 #include <cstdint>
 #include <utility>
 
@@ -26,37 +25,26 @@ struct Residual {
   torch::Tensor Sum() const { return delta.defined() ? x + delta : x; }
 };
 
-// LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros).
-// Reduced-precision inputs (bf16/fp16 from autocast matmuls) are normalized in fp32: CPU
-// autocast in LibTorch 1.13 would otherwise run it in bf16, which loses the small variances.
-// On the CPU a bf16 input gives a bf16 output (layer_norm_cpu.h: computed in float, no casts);
-// elsewhere the output is fp32. A LayerNorm whose output only feeds matmuls (`feeds_matmuls`: a
-// pre-LN block's norms) also writes bf16 for an fp32 input on the CPU under bf16 autocast, the
-// dtype those matmuls would cast it to anyway.
+// LayerNorm over the last dimension with parameters "weight" (ones) and "bias" (zeros), as
+// kernels::LayerNorm (kernels/ops.h: reduced-precision inputs normalized in float; a norm that
+// `feeds_matmuls`, a pre-LN block's, may write bf16 under CPU bf16 autocast).
 class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps, bool feeds_matmuls = false);
   torch::Tensor forward(const torch::Tensor& x);
-  // (r.Sum(), forward(r.Sum())). On the CPU a float32 x plus a delta of the dtype forward would
-  // write take one kernel (layer_norm_cpu.h: AddLayerNorm): a bf16 delta where forward writes
-  // bf16 (a norm that feeds matmuls, under bf16 autocast), a float32 delta where it writes
-  // float32. Elsewhere the add and forward, as written.
+  // (r.Sum(), forward(r.Sum())), in one pass where kernels::AddLayerNorm can.
   std::pair<torch::Tensor, torch::Tensor> AddAndNormalize(const Residual& r);
   double eps() const { return eps_; }
 
   torch::Tensor weight, bias;
 
  private:
-  // Whether forward(x) runs the bf16 kernel (LayerNormBf16), which writes bf16.
-  bool WritesBf16(const torch::Tensor& x) const;
-
-  int64_t dim_;
   double eps_;
   bool feeds_matmuls_;
 };
 TORCH_MODULE(LayerNorm);
 
-// Dense layer d_in -> d_out, x W^T + b through gemm.h's Linear, with weight ~ N(0, std^2) and a
+// Dense layer d_in -> d_out, x W^T + b through kernels::Linear, with weight ~ N(0, std^2) and a
 // zero bias (BERT's initialization). Its parameters are named as torch::nn::Linear's.
 class DenseImpl : public torch::nn::Module {
  public:
@@ -67,16 +55,9 @@ class DenseImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Dense);
 
-// GELU(linear(x)), or GELU(linear(x)) * gate when gate is defined. On the CPU one kernel applies
-// GELU and the gate (gelu_cpu.h) to bf16 activations, and to float32 ones with a gate; under bf16
-// autocast the matmul runs without its bias and the kernel adds it. Elsewhere (a GPU, float32
-// without a gate, float64) these are ATen's ops, as written.
+// GELU(linear(x)) [* gate] and norm(GELU(linear(x))), as kernels::LinearGelu and
+// kernels::LinearGeluLayerNorm with the modules' parameters.
 torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Tensor& gate = {});
-
-// norm(GELU(linear(x))): on the CPU, after the matmul one kernel applies GELU and normalizes
-// (layer_norm_cpu.h), so GELU's output is never stored; under bf16 autocast the matmul runs
-// without its bias and the kernel adds it (as in LinearGelu). Elsewhere (a GPU, float64) the
-// composition of LinearGelu and the norm.
 torch::Tensor LinearGeluNorm(Dense& linear, const torch::Tensor& x, LayerNorm& norm);
 
 // Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
@@ -101,15 +82,6 @@ SeqBatch MakeSeqBatch(const EncoderInput& input, int64_t max_seq_len, torch::Dty
 
 // (n*B, d) sequence-major -> (B, n, d) view (non-contiguous).
 torch::Tensor SeqMajorToBatchMajor(const torch::Tensor& x_ND, int64_t n, int64_t B);
-
-// Attention's heads from the sequence-major rows [q | k | v] (n*B, 3*H*k) of B sequences of
-// length n: q, k and v as contiguous (B, H, n, k) batches, q times q_scale, one copy each way
-// (backward writes the three gradients straight into the rows' layout). For the Transformer's
-// float32 CPU attention, where ATen's composition (unbind, permutes and the scale, bmm on
-// strided operands, and in backward a stack of the three gradients) made the step about 2%
-// slower; aMLP's single 64-wide head measured no gain (bench/RESULTS.md, 2026-12-04).
-std::array<torch::Tensor, 3> SplitHeads(const torch::Tensor& qkv_NW, int64_t n, int64_t B,
-                                        int64_t heads, double q_scale);
 
 // The rows [0, n) and columns [0, n) of a square (n_max, n_max) matrix, without a view when
 // n == n_max (a narrow() view's backward would build a zero-filled n_max x n_max gradient).

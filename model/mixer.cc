@@ -1,8 +1,7 @@
 // Token-mixing MLP blocks and encoder (see mixer.h).
 #include "model/mixer.h"
 
-#include "model/dropout.h"
-#include "model/gemm.h"
+#include "kernels/ops.h"
 
 namespace gmlp::model {
 
@@ -32,10 +31,12 @@ Residual MixerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   const torch::Tensor w1_TN = n == n_max ? token_in_weight_ : token_in_weight_.narrow(1, 0, n);
   const torch::Tensor w2_NT = n == n_max ? token_out_weight_ : token_out_weight_.narrow(0, 0, n);
   const torch::Tensor u_TX =
-      torch::gelu(AddMm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
-  const torch::Tensor y_ND = AddMm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
-  const auto [x1_ND, g_ND] = channel_norm_->AddAndNormalize({x_ND, Dropout(y_ND, dropout_, train)});
-  return {x1_ND, Dropout(channel_out_(LinearGelu(channel_in_, g_ND)), dropout_, train)};
+      torch::gelu(kernels::AddMm(token_in_bias_.unsqueeze(1), w1_TN, h_ND.view({n, B * d})));
+  const torch::Tensor y_ND =
+      kernels::AddMm(LeadingColumn(token_out_bias_, n), w2_NT, u_TX).view({n * B, d});
+  const auto [x1_ND, g_ND] =
+      channel_norm_->AddAndNormalize({x_ND, kernels::Dropout(y_ND, dropout_, train)});
+  return {x1_ND, kernels::Dropout(channel_out_(LinearGelu(channel_in_, g_ND)), dropout_, train)};
 }
 
 namespace {

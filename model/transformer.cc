@@ -5,9 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "model/attention_bf16.h"
-#include "model/dropout.h"
-#include "model/gemm.h"
+#include "kernels/ops.h"
 
 namespace gmlp::model {
 
@@ -49,40 +47,15 @@ std::vector<double> AlibiSlopes(int64_t n_heads) {
 
 torch::Tensor TransformerBlockImpl::SelfAttention(const torch::Tensor& h_ND,
                                                   const SeqBatch& batch) {
-  const int64_t n = batch.n, B = batch.B, d = h_ND.size(1), H = n_heads_, k = d / H;
+  const int64_t n = batch.n, B = batch.B;
   // ALiBi: head h's scores get -slope_h * |i - j| (float, (H, n, n)).
   torch::Tensor alibi_Hnn;
   if (alibi_slopes_H11_.defined()) {
     const torch::Tensor pos_n = torch::arange(n, alibi_slopes_H11_.options());
     alibi_Hnn = -(alibi_slopes_H11_ * (pos_n.unsqueeze(0) - pos_n.unsqueeze(1)).abs());
   }
-  const torch::Tensor qkv_N3D = attn_qkv_(h_ND);
-  if (qkv_N3D.is_cpu() && qkv_N3D.scalar_type() == torch::kBFloat16) {
-    return attn_out_(
-        AttentionBf16(qkv_N3D, n, B, H, batch.key_bias_B1N, alibi_Hnn, dropout_, is_training()));
-  }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(k));
-  torch::Tensor q_BHnK, k_BHnK, v_BHnK;
-  if (qkv_N3D.is_cpu()) {  // one copy each way (layers.h)
-    const auto heads = SplitHeads(qkv_N3D, n, B, H, scale);
-    q_BHnK = heads[0];
-    k_BHnK = heads[1];
-    v_BHnK = heads[2];
-  } else {
-    const auto qkv = qkv_N3D.view({n, B, 3, H, k}).unbind(2);  // 3 x (n, B, H, k)
-    q_BHnK = qkv[0].permute({1, 2, 0, 3}) * scale;
-    k_BHnK = qkv[1].permute({1, 2, 0, 3});
-    v_BHnK = qkv[2].permute({1, 2, 0, 3});
-  }
-  torch::Tensor scores_BHnn = BatchedMm(q_BHnK, k_BHnK.transpose(2, 3));
-  if (alibi_Hnn.defined()) scores_BHnn = scores_BHnn + alibi_Hnn.to(scores_BHnn.scalar_type());
-  if (batch.key_bias_B1N.defined()) scores_BHnn = scores_BHnn + batch.key_bias_B1N.unsqueeze(1);
-  const torch::Tensor probs_BHnn =
-      Dropout(torch::softmax(scores_BHnn, -1), dropout_, is_training());
-  // (B, H, n, k) -> (n, B, H, k) -> (N, d): back to the sequence-major rows.
-  const torch::Tensor o_ND =
-      BatchedMm(probs_BHnn, v_BHnK).permute({2, 0, 1, 3}).reshape({n * B, d});
-  return attn_out_(o_ND);
+  return attn_out_(kernels::Attention(attn_qkv_(h_ND), n, B, n_heads_, batch.key_bias_B1N,
+                                      alibi_Hnn, dropout_, is_training()));
 }
 
 Residual TransformerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
@@ -90,17 +63,19 @@ Residual TransformerBlockImpl::forward(const Residual& in, const SeqBatch& batch
   const bool train = is_training();
   if (pre_ln_) {
     const auto [x_ND, h_ND] = attn_norm_->AddAndNormalize(in);
-    const torch::Tensor attn_ND = Dropout(SelfAttention(h_ND, batch), dropout_, train);
+    const torch::Tensor attn_ND = kernels::Dropout(SelfAttention(h_ND, batch), dropout_, train);
     const auto [y_ND, g_ND] = ffn_norm_->AddAndNormalize({x_ND, attn_ND});
-    return {y_ND, Dropout(ffn(g_ND), dropout_, train)};
+    return {y_ND, kernels::Dropout(ffn(g_ND), dropout_, train)};
   }
   // Post-LN: the norms read the sums (in one pass with the add where AddAndNormalize can), and
   // only their outputs go on.
   const torch::Tensor x_ND = in.Sum();
   const torch::Tensor y_ND =
-      attn_norm_->AddAndNormalize({x_ND, Dropout(SelfAttention(x_ND, batch), dropout_, train)})
+      attn_norm_
+          ->AddAndNormalize({x_ND, kernels::Dropout(SelfAttention(x_ND, batch), dropout_, train)})
           .second;
-  return {ffn_norm_->AddAndNormalize({y_ND, Dropout(ffn(y_ND), dropout_, train)}).second, {}};
+  return {ffn_norm_->AddAndNormalize({y_ND, kernels::Dropout(ffn(y_ND), dropout_, train)}).second,
+          {}};
 }
 
 namespace {

@@ -4,7 +4,8 @@
 #include <cmath>
 
 #include "common/status.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
+#include "kernels/ops.h"
 
 namespace gmlp::pretrain {
 
@@ -21,13 +22,13 @@ absl::StatusOr<torch::Tensor> MlmEvalSums(const MlmForwardFn& forward, data::Mlm
     if (t.masked_index.numel() == 0) continue;
     torch::Tensor logits_MV;
     {
-      model::AutocastScope autocast(bf16);
+      kernels::AutocastScope autocast(bf16);
       logits_MV = forward(t.input, t.masked_index);
     }
-    const MlmLoss loss = MaskedLmLoss(logits_MV, t.labels);
+    const kernels::CrossEntropySum loss = kernels::SumCrossEntropy(logits_MV, t.labels);
     // Each batch's float32 sum is added in float64, as a host-side double sum would be.
-    loss_sum += loss.sum.to(torch::kFloat64);
-    correct += loss.argmax_M.eq(t.labels).sum().to(torch::kFloat64);
+    loss_sum += loss.loss.to(torch::kFloat64);
+    correct += loss.argmax.eq(t.labels).sum().to(torch::kFloat64);
     count += static_cast<double>(t.labels.size(0));
   }
   return torch::stack({loss_sum, correct, count});

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "pretrain/multi_tensor_cpu.h"
+#include "kernels/ops.h"
 
 // LibTorch 2.4 added a fused AdamW for CPU (CUDA had it before): one pass over each parameter's
 // weight, gradient and moments instead of eight kernels, and an on-device `found_inf` skip.
@@ -86,7 +86,7 @@ void Optimizer::Step(double lr, const torch::Tensor& skip) {
   const double b1 = options_.beta1, b2 = options_.beta2, eps = options_.eps;
   const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step_));
-  if (options_.kind == "adamw" && options_.multi_tensor_cpu) {
+  if (options_.kind == "adamw") {
     std::vector<torch::Tensor> p, g, m, v;
     std::vector<double> wd;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -97,11 +97,10 @@ void Optimizer::Step(double lr, const torch::Tensor& skip) {
       v.push_back(exp_avg_sq_[i]);
       wd.push_back(DecaysWeight(params_[i]) ? options_.weight_decay : 0.0);
     }
-    if (AllContiguousFloatCpu(p) && AllContiguousFloatCpu(g)) {
-      AdamWStepCpu(p, g, m, v, wd, {lr, b1, b2, eps, bc1, bc2});
-      return;
-    }
+    kernels::AdamW(p, g, m, v, wd, {lr, b1, b2, eps, bc1, bc2});
+    return;
   }
+  // LAMB.
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i];
     const torch::Tensor& g = p.grad();
@@ -111,19 +110,13 @@ void Optimizer::Step(double lr, const torch::Tensor& skip) {
     torch::Tensor& v = exp_avg_sq_[i];
     m.mul_(b1).add_(g, 1.0 - b1);
     v.mul_(b2).addcmul_(g, g, 1.0 - b2);
-    if (options_.kind == "adamw") {
-      if (wd != 0.0) p.mul_(1.0 - lr * wd);
-      torch::Tensor denom = (v.sqrt() / std::sqrt(bc2)).add_(eps);
-      p.addcdiv_(m, denom, -lr / bc1);
-    } else {
-      torch::Tensor update = (m / bc1).div_((v / bc2).sqrt_().add_(eps));
-      if (wd != 0.0) update.add_(p, wd);
-      // The trust ratio stays on the device (no host sync per parameter).
-      const torch::Tensor w_norm = p.norm(), u_norm = update.norm();
-      const torch::Tensor trust = torch::where(w_norm.gt(0).logical_and(u_norm.gt(0)),
-                                               w_norm / u_norm, torch::ones_like(w_norm));
-      p.sub_(update.mul_(trust * lr));
-    }
+    torch::Tensor update = (m / bc1).div_((v / bc2).sqrt_().add_(eps));
+    if (wd != 0.0) update.add_(p, wd);
+    // The trust ratio stays on the device (no host sync per parameter).
+    const torch::Tensor w_norm = p.norm(), u_norm = update.norm();
+    const torch::Tensor trust = torch::where(w_norm.gt(0).logical_and(u_norm.gt(0)),
+                                             w_norm / u_norm, torch::ones_like(w_norm));
+    p.sub_(update.mul_(trust * lr));
   }
 }
 
@@ -183,37 +176,16 @@ absl::Status Optimizer::Load(const std::string& path) {
   return absl::OkStatus();
 }
 
-torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm,
-                                bool multi_tensor_cpu) {
-  torch::NoGradGuard no_grad;
+torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm) {
   std::vector<torch::Tensor> grads;
   for (const torch::Tensor& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (multi_tensor_cpu && !grads.empty() && AllContiguousFloatCpu(grads)) {
-    // On the CPU reading the norm costs nothing, so the scaling pass runs only when it clips.
-    const double total = GlobalNormCpu(grads);
-    if (max_norm > 0.0 && std::isfinite(total) && total > max_norm) {
-      ScaleCpu(grads, static_cast<float>(max_norm / (total + 1e-6)));
-    }
-    return torch::tensor(total, torch::kFloat64);
-  }
-  std::vector<torch::Tensor> norms;
-  for (const torch::Tensor& g : grads) norms.push_back(g.norm(2).to(torch::kFloat64));
-  if (norms.empty()) {
+  if (grads.empty()) {
     return torch::zeros({}, torch::TensorOptions(torch::kFloat64)
                                 .device(params.empty() ? torch::kCPU : params[0].device()));
   }
-  torch::Tensor total = torch::stack(norms).norm(2);
-  if (max_norm > 0.0) {
-    // scale = max_norm / (total + 1e-6) where the norm is finite and above max_norm, else 1
-    // (a multiplication by exactly 1 changes nothing): decided on the device.
-    const torch::Tensor clip = total.isfinite().logical_and(total > max_norm);
-    const torch::Tensor scale =
-        torch::where(clip, max_norm / (total + 1e-6), torch::ones_like(total)).to(torch::kFloat32);
-    for (torch::Tensor& g : grads) g.mul_(scale);
-  }
-  return total;
+  return kernels::ClipByGlobalNorm(grads, max_norm);
 }
 
 double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {

@@ -27,9 +27,6 @@ struct OptimizerOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-6;
-  // AdamW on float32 CPU parameters as one multi-tensor kernel (multi_tensor_cpu.h); false keeps
-  // ATen's per-tensor ops (the same update to float rounding; kept for benchmarks and tests).
-  bool multi_tensor_cpu = true;
 };
 
 // True for tensors that get weight decay: rank >= 2 (dense weights, embeddings, the SGU's
@@ -70,10 +67,8 @@ class Optimizer {
 
 // Clips the global L2 norm of the gradients of `params` to `max_norm` (no-op when max_norm is 0)
 // and returns the norm before clipping (non-finite if any gradient is), as a float64 scalar
-// tensor on the gradients' device: nothing waits for the device. float32 CPU gradients take the
-// multi-tensor kernels of multi_tensor_cpu.h unless `multi_tensor_cpu` is false.
-torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm,
-                                bool multi_tensor_cpu = true);
+// tensor on the gradients' device: nothing waits for the device (kernels::ClipByGlobalNorm).
+torch::Tensor ClipGradNormAsync(const std::vector<torch::Tensor>& params, double max_norm);
 // The same, returning the norm on the host.
 double ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm);
 

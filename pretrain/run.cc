@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "data/loader.h"
 #include "data/manifest.h"
+#include "kernels/ops.h"
 #include "model/flops.h"
 #include "model/heads.h"
 #include "model/provenance.h"
@@ -78,7 +79,7 @@ bool MayChangeOnResume(absl::string_view key) {
       "shard_dir",        "out_dir",    "steps",          "micro_batch",
       "log_every",        "eval_every", "eval_batches",   "checkpoint_every",
       "keep_checkpoints", "bucket_mb",  "dist_timeout_s", "peak_gflops",
-      "tensorboard_dir"};
+      "tensorboard_dir",  "kernels"};
   return std::find(std::begin(kMayChange), std::end(kMayChange), key) != std::end(kMayChange);
 }
 
@@ -177,6 +178,7 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
     }
   }
   GMLP_RETURN_IF_ERROR(config.Validate());
+  kernels::SetPolicy(*kernels::ParsePolicy(tc.kernels));
   const std::string tokenizer_model = FindTokenizer(manifest, tc.shard_dir);
   if (rank0) {
     std::fprintf(stderr, "gmlp pretrain: %d rank(s); config:\n%s\n", env.world_size,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/field_json.h"
 #include "common/file_util.h"
+#include "kernels/ops.h"
 
 namespace gmlp::pretrain {
 
@@ -49,6 +50,7 @@ absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
   if (schedule != "linear" && schedule != "cosine") {
     return bad("schedule", schedule, " is not one of linear, cosine");
   }
+  if (!kernels::ParsePolicy(kernels)) return bad("kernels", kernels, " is not one of auto, aten");
   // Rates: the upper bounds are far above any useful value, and keep out the ones (lr 1e300)
   // that turn the first step's weights into inf.
   if (!(lr > 0 && lr <= 1)) return bad("lr", lr, " must be in (0, 1]");

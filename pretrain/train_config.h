@@ -42,8 +42,9 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-6;
-  double clip_norm = 1.0;  // global gradient-norm clip; 0 = off
-  bool bf16 = false;       // bf16 autocast (CPU; CUDA when built with it)
+  double clip_norm = 1.0;        // global gradient-norm clip; 0 = off
+  bool bf16 = false;             // bf16 autocast (CPU; CUDA when built with it)
+  std::string kernels = "auto";  // auto | aten (kernels/ops.h's policy)
 
   // Masking (dynamic, in the loader).
   double mask_rate = 0.15;
@@ -95,6 +96,9 @@ struct TrainConfig {
     visit("bf16", self.bf16,
           "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "
           "bf16; CUDA too when built with it. LayerNorm and losses stay fp32.");
+    visit("kernels", self.kernels,
+          "Which ops run gmlp's CPU kernels: auto (wherever one covers the operands, "
+          "kernels/README.md) | aten (ATen's ops everywhere: A/B checks without a rebuild).");
     visit("mask_rate", self.mask_rate, "Fraction of tokens chosen for prediction.");
     visit("whole_word", self.whole_word, "Mask whole words.");
     visit("seed", self.seed, "Random seed: init, data order, masking and dropout.");

@@ -15,9 +15,9 @@
 #include "common/json_file.h"
 #include "common/mix64.h"
 #include "common/status.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
+#include "kernels/ops.h"
 #include "model/provenance.h"
-#include "model/softmax_xent.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/checkpoint_state.h"
 #include "pretrain/mlm_eval.h"
@@ -62,21 +62,6 @@ MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device) {
   return t;
 }
 
-MlmLoss MaskedLmLoss(const torch::Tensor& logits_MV, const torch::Tensor& labels_M) {
-  const auto type = logits_MV.scalar_type();
-  if (logits_MV.is_cpu() && (type == torch::kBFloat16 || type == torch::kFloat32)) {
-    // One pass for the loss and the argmax, one for the gradient, no (M, V) log-probabilities
-    // (or fp32 copy of bf16 logits).
-    model::SoftmaxXent xent = model::SoftmaxCrossEntropy(logits_MV, labels_M);
-    return {xent.loss_M.sum(), std::move(xent.argmax_M)};
-  }
-  const torch::Tensor logits = logits_MV.to(torch::kFloat32);
-  return {torch::nn::functional::cross_entropy(
-              logits, labels_M,
-              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)),
-          logits.detach().argmax(1)};
-}
-
 Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> module,
                  MlmForwardFn forward, data::MlmLoader* train, data::MlmLoader* valid, Dist* dist)
     : options_(std::move(options)),
@@ -99,7 +84,6 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> modu
   opt.beta1 = config_.beta1;
   opt.beta2 = config_.beta2;
   opt.eps = config_.eps;
-  opt.multi_tensor_cpu = options_.multi_tensor_cpu;
   optimizer_ = std::make_unique<Optimizer>(params_, opt);
   sync_ = std::make_unique<GradSync>(params_, dist_, config_.bucket_mb);
   first_nonfinite_ = torch::full({}, -1, torch::TensorOptions(torch::kInt64).device(device_));
@@ -237,19 +221,18 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
     if (k == accumulation_ - 1) sync_->PrepareFinalBackward();
     torch::Tensor logits_MV;
     {
-      model::AutocastScope autocast(config_.bf16);
+      kernels::AutocastScope autocast(config_.bf16);
       logits_MV = forward_(t.input, t.masked_index);
     }
-    const MlmLoss loss = MaskedLmLoss(logits_MV, t.labels);
-    (loss.sum / denom).backward();
-    loss_sum += loss.sum.detach();
-    correct += loss.argmax_M.eq(t.labels).sum();
+    const kernels::CrossEntropySum loss = kernels::SumCrossEntropy(logits_MV, t.labels);
+    (loss.loss / denom).backward();
+    loss_sum += loss.loss.detach();
+    correct += loss.argmax.eq(t.labels).sum();
   }
   sync_->Finish();
   torch::Tensor sums = torch::stack({loss_sum, correct});
   dist_->AllreduceSum(sums);
-  const torch::Tensor grad_norm =
-      ClipGradNormAsync(params_, config_.clip_norm, options_.multi_tensor_cpu);
+  const torch::Tensor grad_norm = ClipGradNormAsync(params_, config_.clip_norm);
   // (loss_sum, correct, masked, tokens, stop requests, grad_norm) of the global batch.
   sums_ = torch::cat({sums, counts, grad_norm.reshape({1})});
   const torch::Tensor bad = sums_.isfinite().all().logical_not();

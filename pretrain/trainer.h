@@ -58,9 +58,6 @@ struct TrainerOptions {
   // as a failed write would (tests simulate a full disk with it).
   std::function<absl::Status(const std::string& file)> before_checkpoint_write;
   bool quiet = false;  // no progress output (tests)
-  // Clipping and AdamW of float32 CPU parameters as multi-tensor kernels (multi_tensor_cpu.h);
-  // false keeps ATen's per-tensor ops (benchmarks compare the two).
-  bool multi_tensor_cpu = true;
 };
 
 // What one optimizer step measured (global over ranks).
@@ -165,16 +162,6 @@ struct MlmTensors {
   torch::Tensor labels;
 };
 MlmTensors ToTensors(const data::MlmBatch& batch, torch::Device device = torch::kCPU);
-
-// The MLM loss of a batch's masked rows: `sum` is the float32 sum over rows of
-// -log softmax(logits)[label] (differentiable), `argmax_M` each row's prediction. bf16 or float32
-// logits on the CPU take one fused pass (model/softmax_xent.h: no (M, V) log-probabilities);
-// elsewhere ATen's cross_entropy on float32 logits.
-struct MlmLoss {
-  torch::Tensor sum;
-  torch::Tensor argmax_M;
-};
-MlmLoss MaskedLmLoss(const torch::Tensor& logits_MV, const torch::Tensor& labels_M);
 
 }  // namespace gmlp::pretrain
 

@@ -12,6 +12,7 @@
 #include "common/json_file.h"
 #include "common/status.h"
 #include "data/manifest.h"
+#include "kernels/ops.h"
 #include "model/arch.h"
 #include "model/config.h"
 #include "study/probe.h"
@@ -29,6 +30,9 @@ absl::Status StudyConfig::Validate() const {
   if (output.empty()) return bad("output", output, " is empty");
   if (archs.empty()) return bad("archs", archs, " is empty; name at least one encoder");
   if (sizes.empty()) return bad("sizes", sizes, " is empty; name at least one size");
+  if (!kernels::ParsePolicy(pretrain_kernels)) {
+    return bad("pretrain_kernels", pretrain_kernels, " is not one of auto, aten");
+  }
   for (const std::string& a : archs) {
     for (const std::string& s : sizes) {
       auto p = model::Preset(absl::StrCat(a, "-", s));

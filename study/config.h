@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "common/field_json.h"
 #include "finetune/trainer.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
 
 namespace gmlp::study {
 
@@ -65,9 +65,12 @@ struct StudyConfig {
   int64_t pretrain_warmup = 100;
   // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about
   // 2x the tokens per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the
-  // first step (bench/RESULTS.md). On by default where bf16 is native (model::Bf16IsFast): a
+  // first step (bench/RESULTS.md). On by default where bf16 is native (kernels::Bf16IsFast): a
   // CPU without it runs bf16 matmuls 20-90x slower than fp32.
-  bool pretrain_bf16 = model::Bf16IsFast();
+  bool pretrain_bf16 = kernels::Bf16IsFast();
+  // kernels/ops.h's policy for pretraining (and finetune.kernels for finetuning; `--kernels`
+  // sets both): auto | aten.
+  std::string pretrain_kernels = "auto";
   int64_t ppl_batches = 16;  // validation batches (of pretrain_batch) for the perplexity table
   int64_t curve_points = 8;  // held-out MLM loss measured this many times while pretraining
 
@@ -96,7 +99,7 @@ struct StudyConfig {
     o.lr = 1e-3;
     o.epochs = 3;
     o.batch_size = 32;
-    o.bf16 = model::Bf16IsFast();
+    o.bf16 = kernels::Bf16IsFast();
     return o;
   }();
 
@@ -142,6 +145,8 @@ struct StudyConfig {
           "--pretrain_lr");
     visit("pretrain_warmup", self.pretrain_warmup, "pretraining warmup steps");
     visit("pretrain_bf16", self.pretrain_bf16, "bf16 autocast for pretraining");
+    visit("pretrain_kernels", self.pretrain_kernels,
+          "which ops of pretraining run gmlp's CPU kernels: auto | aten");
     visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
     visit("curve_points", self.curve_points,
           "held-out MLM loss evaluations during pretraining (the learning-curve plot)");

@@ -116,6 +116,7 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
   GMLP_ASSIGN_OR_RETURN(t.lr, c.PretrainLr(size));
   t.warmup_steps = std::min(c.pretrain_warmup, c.pretrain_steps);
   t.bf16 = c.pretrain_bf16;
+  t.kernels = c.pretrain_kernels;
   // The learning curve: held-out loss at curve_points evenly spaced steps (and the last).
   t.eval_every = std::max<int64_t>(1, c.pretrain_steps / c.curve_points);
   t.eval_batches = c.ppl_batches;

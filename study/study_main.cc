@@ -8,6 +8,7 @@
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "common/file_util.h"
+#include "kernels/ops.h"
 #include "study/config.h"
 #include "study/study.h"
 
@@ -40,8 +41,10 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
              "applied over the defaults (or --smoke); flags given still win. Named ones: "
              "study/configs/cpu-3h.json, study/configs/gpu-base.json");
   study::StudyConfig::ForEachField(*c, [&](const char* name, auto& field, const char* help) {
-    // --bf16 (below) sets pretraining's and finetuning's autocast together.
-    if (std::string(name) != "pretrain_bf16") flags->Add(name, &field, help);
+    // --bf16 and --kernels (below) set pretraining's and finetuning's together.
+    if (std::string(name) != "pretrain_bf16" && std::string(name) != "pretrain_kernels") {
+      flags->Add(name, &field, help);
+    }
   });
   static const std::set<std::string> kFinetuneFlags = {"lr",     "batch_size", "epochs",
                                                        "warmup", "max_len",    "weight_decay"};
@@ -61,6 +64,17 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
                    [c](absl::string_view text) {
                      return FlagCodec<bool>::Parse(text, &c->pretrain_bf16) &&
                             FlagCodec<bool>::Parse(text, &c->finetune.bf16);
+                   });
+  flags->AddCustom("kernels",
+                   "which ops of pretraining and finetuning run gmlp's CPU kernels: auto "
+                   "(wherever one covers the operands, kernels/README.md) | aten (ATen's ops "
+                   "everywhere: A/B checks without a rebuild)",
+                   c->pretrain_kernels, /*is_bool=*/false, [c](absl::string_view text) {
+                     if (!kernels::ParsePolicy(std::string_view(text.data(), text.size()))) {
+                       return false;
+                     }
+                     c->pretrain_kernels = c->finetune.kernels = std::string(text);
+                     return true;
                    });
 }
 

@@ -166,6 +166,7 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   study::StudyConfig c;
   nlohmann::json fields = FieldsJson(c);
   fields.erase("pretrain_bf16");
+  fields.erase("pretrain_kernels");
   // Defaults that follow other flags (0 in the fields, StudyConfig::WithDerivedDefaults).
   EXPECT_EQ(c.probe_max_sentence_bytes, 0);
   EXPECT_EQ(help.at("probe_max_sentence_bytes"), "--max_len - 8 (120 at 128)");
@@ -174,12 +175,14 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   nlohmann::json ft = FieldsJson(c.finetune);
   EXPECT_EQ(c.finetune.max_len, 0);
   EXPECT_EQ(help.at("max_len"), "--seq_len (the shards' seq_len with --shards)");
-  for (const char* k : {"clip_norm", "eval_batch_size", "log_every", "bf16", "max_len"}) {
+  for (const char* k :
+       {"clip_norm", "eval_batch_size", "log_every", "bf16", "kernels", "max_len"}) {
     ft.erase(k);
   }
   ExpectDefaultsMatch(help, ft, "study finetuning");
   EXPECT_EQ(help.at("lr"), "0.001");
   EXPECT_EQ(help.at("bf16"), c.pretrain_bf16 ? "true" : "false");
+  EXPECT_EQ(help.at("kernels"), "auto");
   EXPECT_EQ(help.at("smoke"), "false");
 }
 

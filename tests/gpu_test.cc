@@ -12,7 +12,7 @@
 
 #include "finetune/encode.h"
 #include "finetune/trainer.h"
-#include "model/autocast.h"
+#include "kernels/autocast.h"
 #include "model/config.h"
 #include "model/encoder.h"
 #include "model/heads.h"
@@ -74,7 +74,7 @@ Pass ForwardBackward(model::EncoderImpl& encoder, const model::EncoderInput& inp
   encoder.zero_grad();
   Pass p;
   {
-    model::AutocastScope autocast(bf16);
+    kernels::AutocastScope autocast(bf16);
     p.out = encoder.forward(in).to(torch::kFloat32);
   }
   // A fixed random projection of the output, so every position and channel gets a gradient.
@@ -132,7 +132,7 @@ TEST(GpuAutocastTest, AutocastScopeRunsCudaMatmulsInBf16) {
   GMLP_REQUIRE_CUDA();
   const torch::Tensor a = torch::randn({64, 64}, torch::TensorOptions().device(kCuda));
   {
-    model::AutocastScope autocast(true);
+    kernels::AutocastScope autocast(true);
     EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
   }
   EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kFloat32);
@@ -153,7 +153,7 @@ TEST(GpuAutocastTest, AutocastScopeRunsCudaMatmulsInBf16) {
   const torch::Tensor fp32 = mlm->forward(in, index);
   torch::Tensor bf16;
   {
-    model::AutocastScope autocast(true);
+    kernels::AutocastScope autocast(true);
     bf16 = mlm->forward(in, index).to(torch::kFloat32);
   }
   EXPECT_GT(RelError(bf16, fp32), 0.0) << "autocast changed nothing";

@@ -1,7 +1,6 @@
 # Tests of gmlp::model (one executable; see tests/model_*.cc).
 gmlp_add_test(NAME model_test TORCH
-  SOURCES model_attention_bf16_test.cc model_config_test.cc model_count_test.cc model_dropout_test.cc model_encoder_test.cc model_gelu_cpu_test.cc model_gemm_test.cc
-          model_layer_norm_cpu_test.cc model_layers_test.cc model_parallel_test.cc model_xent_test.cc
-          model_grad_test.cc model_learn_test.cc
-          model_parity_test.cc model_serialize_test.cc
+  SOURCES model_config_test.cc model_count_test.cc model_encoder_test.cc model_layers_test.cc
+          model_parallel_test.cc model_grad_test.cc model_learn_test.cc model_parity_test.cc
+          model_policy_test.cc model_serialize_test.cc
   LIBS gmlp::model)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/autocast.h"
+#include "kernels/autocast.h"
 #include "model/encoder.h"
 #include "model/gmlp.h"
 #include "model/heads.h"
@@ -249,7 +249,7 @@ TEST(AutocastTest, Bf16AutocastRunsAndStaysClose) {
     const torch::Tensor ref = encoder->forward(in);
     torch::Tensor out;
     {
-      AutocastScope autocast(true);
+      kernels::AutocastScope autocast(true);
       out = encoder->forward(in);
     }
     EXPECT_EQ(out.scalar_type(), torch::kFloat) << nc.name;  // ends with a (fp32) LayerNorm

@@ -17,19 +17,6 @@
 
 namespace gmlp::model::testing {
 
-// f() with one intra-op thread, then with max(2, the current number) (restored after): a kernel's
-// results at one and at several threads, to compare bit for bit.
-template <typename F>
-auto AtOneAndManyThreads(F f) -> std::pair<decltype(f()), decltype(f())> {
-  const int threads = torch::get_num_threads();
-  torch::set_num_threads(1);
-  auto one = f();
-  torch::set_num_threads(std::max(2, threads));
-  auto many = f();
-  torch::set_num_threads(threads);
-  return {std::move(one), std::move(many)};
-}
-
 // A tiny, dropout-free config of `arch` ("transformer", "gmlp", "amlp", "mixer").
 inline EncoderConfig TinyConfig(const std::string& arch, const std::string& sgu = "split") {
   EncoderConfig c;

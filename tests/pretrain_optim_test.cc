@@ -7,7 +7,6 @@
 #include <cstdlib>
 
 #include "pretrain/dist.h"
-#include "pretrain/multi_tensor_cpu.h"
 #include "pretrain/optimizer.h"
 #include "pretrain/schedule.h"
 #include "pretrain/train_config.h"
@@ -170,103 +169,6 @@ TEST(ClipGradNormTest, ScalesToMaxNorm) {
   EXPECT_NEAR(ClipGradNorm({a, b}, 0.0), 1.0, 1e-5);  // 0 = report only
   b.mutable_grad() = torch::tensor({NAN});
   EXPECT_TRUE(std::isnan(ClipGradNorm({a, b}, 1.0)));
-}
-
-// Sizes below, at and across the kernels' 16384-element chunks, decayed (rank 2) and not.
-std::vector<torch::Tensor> MixedParams() {
-  return {torch::randn({1}), torch::randn({3, 7}), torch::randn({16384}), torch::randn({200, 201}),
-          torch::randn({5})};
-}
-
-// The multi-tensor AdamW against ATen's per-tensor composition of the same update, over steps
-// with weight decay: equal to float rounding (ATen may fuse a multiply-add the kernel does not).
-TEST(MultiTensorCpuTest, AdamWMatchesTheAtenComposition) {
-  torch::manual_seed(11);
-  const std::vector<torch::Tensor> initial = MixedParams();
-  std::vector<torch::Tensor> a, b;
-  for (const torch::Tensor& p : initial) {
-    a.push_back(p.clone().requires_grad_());
-    b.push_back(p.clone().requires_grad_());
-  }
-  OptimizerOptions multi, aten;
-  multi.weight_decay = aten.weight_decay = 0.1;
-  aten.multi_tensor_cpu = false;
-  Optimizer opt_multi(a, multi), opt_aten(b, aten);
-  for (int t = 0; t < 6; ++t) {
-    for (size_t i = 0; i < a.size(); ++i) {
-      const torch::Tensor g = torch::randn_like(a[i]) * (t + 1);
-      a[i].mutable_grad() = g.clone();
-      b[i].mutable_grad() = g.clone();
-    }
-    opt_multi.Step(1e-2);
-    opt_aten.Step(1e-2);
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-6, 1e-7)) << (a[i] - b[i]).abs().max();
-    // They moved (up to lr per step), so the comparison is not between untouched copies.
-    EXPECT_GT((a[i] - initial[i]).abs().max().item<float>(), 1e-2f);
-  }
-}
-
-// Chunks are fixed, so the update and the norm are the same bits for any thread count.
-TEST(MultiTensorCpuTest, SameBitsForAnyThreadCount) {
-  const int threads = torch::get_num_threads();
-  std::vector<torch::Tensor> result[2];
-  double norm[2];
-  for (int k = 0; k < 2; ++k) {
-    torch::set_num_threads(k == 0 ? 1 : std::max(2, threads));
-    torch::manual_seed(12);
-    std::vector<torch::Tensor> p = MixedParams(), g, m, v;
-    for (const torch::Tensor& x : p) {
-      g.push_back(torch::randn_like(x));
-      m.push_back(torch::randn_like(x) * 0.1);
-      v.push_back(torch::rand_like(x) * 0.1);
-    }
-    AdamWStepCpu(p, g, m, v, {0.0, 0.1, 0.1, 0.1, 0.0}, {1e-3, 0.9, 0.999, 1e-6, 0.1, 0.001});
-    norm[k] = GlobalNormCpu(g);
-    result[k] = p;
-  }
-  torch::set_num_threads(threads);
-  EXPECT_EQ(norm[0], norm[1]);
-  for (size_t i = 0; i < result[0].size(); ++i) EXPECT_TRUE(result[0][i].equal(result[1][i]));
-}
-
-TEST(MultiTensorCpuTest, GlobalNormIsTheFloat64Norm) {
-  torch::manual_seed(13);
-  const std::vector<torch::Tensor> t = MixedParams();
-  double sq = 0;
-  for (const torch::Tensor& x : t) sq += x.to(torch::kFloat64).pow(2).sum().item<double>();
-  EXPECT_NEAR(GlobalNormCpu(t), std::sqrt(sq), 1e-12 * std::sqrt(sq));
-  std::vector<torch::Tensor> bad = MixedParams();
-  bad[2][100] = INFINITY;
-  EXPECT_TRUE(std::isinf(GlobalNormCpu(bad)));
-  bad[4][0] = NAN;
-  EXPECT_TRUE(std::isnan(GlobalNormCpu(bad)));
-}
-
-// Clipping through the kernels reports the same norm as ATen's per-tensor norms and scales the
-// gradients the same way, both when it clips and when it does not.
-TEST(MultiTensorCpuTest, ClippingMatchesTheAtenPath) {
-  for (const double max_norm : {1.0, 1e6}) {
-    SCOPED_TRACE(max_norm);
-    torch::manual_seed(14);
-    std::vector<torch::Tensor> a, b;
-    for (const torch::Tensor& p : MixedParams()) {
-      a.push_back(torch::zeros_like(p).requires_grad_());
-      b.push_back(torch::zeros_like(p).requires_grad_());
-      const torch::Tensor g = torch::randn_like(p);
-      a.back().mutable_grad() = g.clone();
-      b.back().mutable_grad() = g.clone();
-    }
-    const double na = ClipGradNormAsync(a, max_norm, true).item<double>();
-    const double nb = ClipGradNormAsync(b, max_norm, false).item<double>();
-    EXPECT_NEAR(na, nb, 1e-6 * nb);
-    EXPECT_GT(na, 1.0);  // so max_norm = 1 clips
-    for (size_t i = 0; i < a.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(a[i].grad(), b[i].grad(), 1e-6, 0)) << i;
-    }
-  }
 }
 
 TEST(TrainConfigTest, JsonRoundTripAndErrors) {

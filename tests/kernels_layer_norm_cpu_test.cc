@@ -1,5 +1,5 @@
-// model::LayerNormBf16 (and LayerNorm's use of it) against ATen's layer_norm in float64 on the
-// same bf16 values: the output within bf16 rounding, the input gradient within bf16 rounding,
+// kernels::cpu::LayerNormBf16 (and LayerNorm's use of it) against ATen's layer_norm in float64 on
+// the same bf16 values: the output within bf16 rounding, the input gradient within bf16 rounding,
 // the weight and bias gradients to float accuracy, independent of the thread count. Its fused
 // forms (GELU before it, a residual add before it), in bf16 and in float32, against the
 // compositions they replace.
@@ -9,12 +9,12 @@
 #include <string>
 #include <tuple>
 
-#include "model/autocast.h"
-#include "model/layer_norm_cpu.h"
-#include "model/layers.h"
-#include "tests/model_test_util.h"
+#include "kernels/autocast.h"
+#include "kernels/layer_norm_cpu.h"
+#include "kernels/ops.h"
+#include "tests/kernels_test_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 struct Grads {
@@ -185,29 +185,23 @@ TEST(LayerNormCpuTest, BiasGeluLayerNormSameBitsForAnyThreadCount) {
   }
 }
 
-// LinearGeluNorm takes the fused kernel on the CPU, under bf16 autocast and in float32, and
-// agrees with the float64 composition norm(GELU(linear(x))) in its output and in the linear's
-// and the norm's gradients.
+// kernels::LinearGeluLayerNorm takes the fused kernel on the CPU, under bf16 autocast and in
+// float32, and agrees with the float64 composition norm(GELU(linear(x))) in its output and in the
+// linear's and the norm's gradients.
 TEST(LayerNormCpuTest, LinearGeluNormMatchesTheComposition) {
   torch::manual_seed(10);
-  Dense linear = Dense(16, 48, 0.3);
-  LayerNorm norm(48, 1e-5);
-  {
-    torch::NoGradGuard no_grad;
-    linear->bias.normal_(0.0, 0.5);
-    norm->weight.uniform_(0.5, 1.5);
-    norm->bias.normal_(0.0, 0.1);
-  }
+  const std::vector<torch::Tensor> params = {(torch::randn({48, 16}) * 0.3).requires_grad_(),
+                                             (torch::randn({48}) * 0.5).requires_grad_(),
+                                             torch::empty({48}).uniform_(0.5, 1.5).requires_grad_(),
+                                             (torch::randn({48}) * 0.1).requires_grad_()};
   const torch::Tensor x = torch::randn({70, 16});
   const torch::Tensor dout = torch::randn({70, 48});
-  const std::vector<torch::Tensor> params = {linear->weight, linear->bias, norm->weight,
-                                             norm->bias};
   const auto run = [&](bool bf16) {
     for (const auto& p : params) p.mutable_grad() = torch::Tensor();
     torch::Tensor out;
     {
       AutocastScope autocast(bf16);
-      out = LinearGeluNorm(linear, x, norm);
+      out = kernels::LinearGeluLayerNorm(x, params[0], params[1], params[2], params[3], 1e-5);
     }
     EXPECT_EQ(out.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
     // out is a view of the kernel's output; the kernel adds the linear's bias (its second input).
@@ -238,10 +232,16 @@ TEST(LayerNormCpuTest, LinearGeluNormMatchesTheComposition) {
   }
 }
 
-// The LayerNorm module: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out, but
+// kernels::LayerNorm: bf16 in, bf16 out on the CPU (3-D inputs too); fp32 in, fp32 out, but
 // bf16 out under bf16 autocast when it only feeds matmuls.
-TEST(LayerNormCpuTest, LayerNormModuleUsesItForBf16) {
-  LayerNorm norm(8, 1e-5);
+TEST(LayerNormCpuTest, LayerNormOpUsesItForBf16) {
+  const torch::Tensor ones = torch::ones({8}), zeros = torch::zeros({8});
+  const auto norm = [&](const torch::Tensor& x) {
+    return kernels::LayerNorm(x, ones, zeros, 1e-5);
+  };
+  const auto pre_matmul = [&](const torch::Tensor& x) {
+    return kernels::LayerNorm(x, ones, zeros, 1e-5, /*feeds_matmuls=*/true);
+  };
   const torch::Tensor x = torch::randn({3, 4, 8});
   const torch::Tensor yb = norm(x.to(torch::kBFloat16));
   EXPECT_EQ(yb.scalar_type(), torch::kBFloat16);
@@ -250,7 +250,6 @@ TEST(LayerNormCpuTest, LayerNormModuleUsesItForBf16) {
   EXPECT_EQ(yf.scalar_type(), torch::kFloat);
   EXPECT_TRUE(torch::allclose(yb.to(torch::kFloat), yf, 1.0 / 64, 1e-2));
 
-  LayerNorm pre_matmul(8, 1e-5, /*feeds_matmuls=*/true);
   EXPECT_EQ(pre_matmul(x).scalar_type(), torch::kFloat);  // autocast off
   {
     AutocastScope autocast(true);
@@ -350,13 +349,24 @@ TEST(LayerNormCpuTest, AddLayerNormSameBitsForAnyThreadCount) {
   }
 }
 
-// LayerNorm::AddAndNormalize takes the kernel where forward of the float32 sum would write
+// kernels::AddLayerNorm takes the kernel where the LayerNorm of the float32 sum would write
 // delta's dtype: bf16 (a norm that feeds matmuls, under bf16 autocast, a bf16 delta) or float32
-// (a float32 delta where the norm writes float32), and returns the plain add and forward
+// (a float32 delta where the norm writes float32), and returns the plain add and norm
 // everywhere else.
-TEST(LayerNormCpuTest, AddAndNormalizeTakesTheKernelWhereItApplies) {
+TEST(LayerNormCpuTest, AddLayerNormOpTakesTheKernelWhereItApplies) {
   torch::manual_seed(13);
-  LayerNorm pre_matmul(8, 1e-5, /*feeds_matmuls=*/true), plain(8, 1e-5);
+  struct Norm {
+    bool feeds_matmuls;
+    std::pair<torch::Tensor, torch::Tensor> AddAndNormalize(const torch::Tensor& x,
+                                                            const torch::Tensor& delta) const {
+      return kernels::AddLayerNorm(x, delta, torch::ones({8}), torch::zeros({8}), 1e-5,
+                                   feeds_matmuls);
+    }
+    torch::Tensor operator()(const torch::Tensor& x) const {
+      return kernels::LayerNorm(x, torch::ones({8}), torch::zeros({8}), 1e-5, feeds_matmuls);
+    }
+  };
+  const Norm pre_matmul{true}, plain{false};
   const torch::Tensor x = torch::randn({12, 8});  // the blocks' (N, d) rows
   const torch::Tensor delta = torch::randn({12, 8}).to(torch::kBFloat16);
   const auto from_kernel = [](const torch::Tensor& sum) {
@@ -366,7 +376,7 @@ TEST(LayerNormCpuTest, AddAndNormalizeTakesTheKernelWhereItApplies) {
   const torch::Tensor xg = x.clone().requires_grad_();
   {
     AutocastScope autocast(true);
-    const auto [sum, y] = pre_matmul->AddAndNormalize({xg, delta});
+    const auto [sum, y] = pre_matmul.AddAndNormalize(xg, delta);
     EXPECT_TRUE(from_kernel(sum)) << sum.grad_fn()->name();
     EXPECT_EQ(sum.sizes(), x.sizes());
     EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
@@ -374,22 +384,21 @@ TEST(LayerNormCpuTest, AddAndNormalizeTakesTheKernelWhereItApplies) {
     const torch::Tensor ref = torch::layer_norm((x + delta).to(torch::kDouble), {8}, {}, {}, 1e-5);
     EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), ref, 1.0 / 128, 1e-3));
 
-    EXPECT_FALSE(from_kernel(plain->AddAndNormalize({xg, delta}).first));  // writes float32
-    const auto [same_x, y_only] = pre_matmul->AddAndNormalize({xg, {}});   // nothing to add
+    EXPECT_FALSE(from_kernel(plain.AddAndNormalize(xg, delta).first));  // writes float32
+    const auto [same_x, y_only] = pre_matmul.AddAndNormalize(xg, {});   // nothing to add
     EXPECT_TRUE(same_x.is_same(xg));
     EXPECT_TRUE(y_only.equal(pre_matmul(xg)));
     // Other shapes go through the same kernel on their (N, d) rows.
-    const auto [sum3, y3] =
-        pre_matmul->AddAndNormalize({xg.view({3, 4, 8}), delta.view({3, 4, 8})});
+    const auto [sum3, y3] = pre_matmul.AddAndNormalize(xg.view({3, 4, 8}), delta.view({3, 4, 8}));
     EXPECT_TRUE(sum3.equal(sum.view({3, 4, 8})));
     EXPECT_TRUE(y3.equal(y.view({3, 4, 8})));
   }
   // Autocast off: a bf16 delta would be added to give a float32 sum and output, as written.
-  EXPECT_FALSE(from_kernel(pre_matmul->AddAndNormalize({xg, delta}).first));
+  EXPECT_FALSE(from_kernel(pre_matmul.AddAndNormalize(xg, delta).first));
   // A float32 delta with autocast off (the float32 step): the kernel, writing float32.
   const torch::Tensor delta32 = torch::randn({12, 8});
-  for (LayerNorm* norm : {&pre_matmul, &plain}) {
-    const auto [sum, y] = (*norm)->AddAndNormalize({xg, delta32});
+  for (const Norm* norm : {&pre_matmul, &plain}) {
+    const auto [sum, y] = norm->AddAndNormalize(xg, delta32);
     EXPECT_TRUE(from_kernel(sum)) << sum.grad_fn()->name();
     EXPECT_EQ(y.scalar_type(), torch::kFloat32);
     EXPECT_TRUE(sum.equal(xg + delta32));
@@ -398,4 +407,4 @@ TEST(LayerNormCpuTest, AddAndNormalizeTakesTheKernelWhereItApplies) {
 }
 
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -7,8 +7,8 @@
 // threads, is never stored (backward recomputes it from the seed), and one 64-bit seed per call,
 // drawn from LibTorch's default CPU generator, keeps runs reproducible under torch::manual_seed
 // (and the pretrainer's per-step reseeding). Measured: bench/RESULTS.md (Pretraining).
-#ifndef GMLP_MODEL_DROPOUT_H_
-#define GMLP_MODEL_DROPOUT_H_
+#ifndef GMLP_KERNELS_DROPOUT_H_
+#define GMLP_KERNELS_DROPOUT_H_
 
 #include <torch/torch.h>
 
@@ -16,10 +16,10 @@
 
 #include "common/mix64.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // x unchanged when !train or p == 0; else x * mask / (1 - p), differentiable. CPU tensors of
-// any floating type; on other devices this is torch::dropout.
+// any floating type (ops.h sends other devices to torch::dropout).
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool train);
 
 // The mask kernel itself, exposed for tests: out = x * keep(seed, i) / (1 - p), x contiguous.
@@ -39,6 +39,6 @@ inline bool DropoutKeeps(uint64_t seed, int64_t i, uint64_t threshold) {
   return DropoutKeepsState(SplitMix64State(seed, static_cast<uint64_t>(i)), threshold);
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_DROPOUT_H_
+#endif  // GMLP_KERNELS_DROPOUT_H_

@@ -1,5 +1,5 @@
-// model::TinyAttentionBf16 against the float64 composition on the same bf16 values (output and
-// the gradient of q|k|v within bf16 rounding), with both of its GEMMs (AVX-512 BF16 and the
+// kernels::cpu::TinyAttentionBf16 against the float64 composition on the same bf16 values (output
+// and the gradient of q|k|v within bf16 rounding), with both of its GEMMs (AVX-512 BF16 and the
 // portable loop), odd lengths and widths, padded keys; the same bits at any thread count, and
 // real positions untouched by padding.
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "model/attention_bf16.h"
-#include "model/dropout.h"
-#include "tests/model_test_util.h"
+#include "kernels/attention_bf16.h"
+#include "kernels/dropout.h"
+#include "tests/kernels_test_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // Test names and failure messages say which GEMM ran.
 void PrintTo(AttentionGemm gemm, std::ostream* os) {
@@ -37,7 +37,7 @@ struct Heads {
 };
 
 // fused: the kernel on bf16 q|k|v. Otherwise softmax(q k^T / sqrt(k) + biases), dropout with
-// model::Dropout's mask for the same seed, times v, in float64 on the same values, in the
+// cpu::Dropout's mask for the same seed, times v, in float64 on the same values, in the
 // sequence-major layout, differentiated by autograd.
 Result Attend(bool fused, const torch::Tensor& qkv0, int64_t n, int64_t B,
               const torch::Tensor& bias_B1N, const torch::Tensor& dout, const Heads& heads = {}) {
@@ -120,7 +120,7 @@ TEST_P(AttentionBf16Test, MatchesFloat64CompositionOnTheSameValues) {
 }
 
 // The Transformer's use: several heads, an ALiBi score bias, padding and dropout on the
-// probabilities, against the float64 composition with model::Dropout's mask for the same seed.
+// probabilities, against the float64 composition with cpu::Dropout's mask for the same seed.
 TEST_P(AttentionBf16Test, HeadsScoreBiasAndDropoutMatchFloat64) {
   torch::manual_seed(25);
   const int64_t n = 37, B = 3, H = 2, k = 16;
@@ -209,4 +209,4 @@ TEST(AttentionBf16GemmTest, Avx512Bf16AgreesWithPortable) {
 }
 
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -17,16 +17,16 @@
 // scores stay float through the softmax, and O and the gradients are written straight into the
 // sequence-major layout. Without AVX-512 BF16 a portable loop computes the same sums in float (in
 // another order). One thread computes each task: the same bits at any thread count. The dropout
-// mask is model::Dropout's on the contiguous (B, H, n, n) probabilities (dropout.h), recomputed
+// mask is cpu::Dropout's on the contiguous (B, H, n, n) probabilities (dropout.h), recomputed
 // in backward from its seed.
-#ifndef GMLP_MODEL_ATTENTION_BF16_H_
-#define GMLP_MODEL_ATTENTION_BF16_H_
+#ifndef GMLP_KERNELS_ATTENTION_BF16_H_
+#define GMLP_KERNELS_ATTENTION_BF16_H_
 
 #include <torch/torch.h>
 
 #include <cstdint>
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // qkv (n*B, 3 * heads * k) bf16 on the CPU; key_bias (B, 1, n) of a floating dtype (0 at real
 // keys, a large negative value at padded ones) or undefined; score_bias (heads, n, n) or
@@ -47,6 +47,6 @@ void SetAttentionGemmForTesting(AttentionGemm gemm);
 // Whether kAuto uses AVX-512 BF16 on this CPU.
 bool AttentionUsesAvx512Bf16();
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_ATTENTION_BF16_H_
+#endif  // GMLP_KERNELS_ATTENTION_BF16_H_

@@ -1,5 +1,5 @@
 // Bias + GELU (+ gate) on bf16 or float32 CPU activations (see gelu_cpu.h).
-#include "model/gelu_cpu.h"
+#include "kernels/gelu_cpu.h"
 
 #include <ATen/Parallel.h>
 
@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/cpu_kernel_util.h"
-#include "model/gelu_math.h"
+#include "kernels/cpu_kernel_util.h"
+#include "kernels/gelu_math.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // Rows per block of the bias gradient's partial sums: fixed, so the sums' order is too.
@@ -191,4 +191,4 @@ torch::Tensor BiasGeluGate(const torch::Tensor& y_NF, const torch::Tensor& bias_
   return BiasGeluFunction::apply(y_NF, has_bias ? bias_F : Placeholder(), gate_NF, has_bias, true);
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

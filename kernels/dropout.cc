@@ -1,5 +1,5 @@
 // Counter-based inverted dropout (see dropout.h).
-#include "model/dropout.h"
+#include "kernels/dropout.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
@@ -10,9 +10,9 @@
 #include <mutex>
 
 #include "common/mix64.h"
-#include "model/cpu_kernel_util.h"
+#include "kernels/cpu_kernel_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
@@ -115,8 +115,7 @@ torch::Tensor ApplyDropoutMask(const torch::Tensor& x, double p, uint64_t seed) 
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool train) {
   if (!train || p == 0.0) return x;
-  if (!x.device().is_cpu()) return torch::dropout(x, p, train);
   return DropoutFunction::apply(x, p, static_cast<int64_t>(NextDropoutSeed()));
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -1,11 +1,11 @@
 // GELU and its derivative in plain float arithmetic, shared by the kernels that apply GELU
 // (gelu_cpu.cc) and that normalize its output (layer_norm_cpu.cc).
-#ifndef GMLP_MODEL_GELU_MATH_H_
-#define GMLP_MODEL_GELU_MATH_H_
+#ifndef GMLP_KERNELS_GELU_MATH_H_
+#define GMLP_KERNELS_GELU_MATH_H_
 
-#include "model/cpu_kernel_util.h"
+#include "kernels/cpu_kernel_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // GELU(a) = a Phi(a) and GELU'(a) = Phi(a) + a phi(a). erf from Abramowitz & Stegun 7.1.26
 // (absolute error <= 1.5e-7), computed as erfc for negative inputs so that small Phi(a) keep
@@ -26,6 +26,6 @@ inline void GeluAndSlope(float a, float* gelu, float* slope) {
   *slope = cdf + a * (e * 0.398942280401432678f);  // phi(a) = exp(-a^2 / 2) / sqrt(2 pi)
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_GELU_MATH_H_
+#endif  // GMLP_KERNELS_GELU_MATH_H_

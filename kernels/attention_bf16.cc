@@ -6,7 +6,7 @@
 // (A[i][2p], A[i][2p+1]) at a strided address, so that a row-major A and the pair form of a
 // transposed one (A = X^T: the pair form of X) are both read in place. The packing functions
 // below build these from the sequence-major rows.
-#include "model/attention_bf16.h"
+#include "kernels/attention_bf16.h"
 
 #include <ATen/Parallel.h>
 
@@ -22,13 +22,13 @@
 #define GMLP_HAVE_AVX512_BF16_KERNEL 1
 #endif
 
-#include "model/cpu_kernel_util.h"
-#include "model/dropout.h"
+#include "kernels/cpu_kernel_util.h"
+#include "kernels/dropout.h"
 
 // Two bf16 read as one 32-bit word hold the first in the low half (PairRows, the packing).
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "attention_bf16.cc assumes little-endian");
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 std::atomic<bool> g_portable_gemm{false};
@@ -270,7 +270,7 @@ void SoftmaxRows(const float* S, const float* score_bias, const float* key_bias,
   }
 }
 
-// Dropout on the probabilities, as model::Dropout applies it to the contiguous (B, H, n, n)
+// Dropout on the probabilities, as cpu::Dropout applies it to the contiguous (B, H, n, n)
 // tensor: element (i, j) of this task is element base + i * n + j there.
 struct ProbDropout {
   bool on = false;
@@ -333,8 +333,8 @@ void SoftmaxBackwardRows(const uint16_t* P, float* dP, int64_t n, int64_t n2, fl
 // The per-thread buffers of one task's forward or backward.
 struct Scratch {
   std::vector<uint16_t> a_op, ds, dropped;  // A operands, row-major
-  std::vector<uint32_t> a_pairs;   // an A operand as the pair form of its transpose
-  std::vector<uint32_t> b_op;      // a B operand in pair form
+  std::vector<uint32_t> a_pairs;            // an A operand as the pair form of its transpose
+  std::vector<uint32_t> b_op;               // a B operand in pair form
   std::vector<float> c, dp, row;
   Scratch(int64_t n, int64_t a) {
     const int64_t n2 = n + (n & 1), a2 = a + (a & 1);
@@ -525,4 +525,4 @@ torch::Tensor TinyAttentionBf16(const torch::Tensor& qkv_N3A, int64_t n, int64_t
   return AttentionBf16(qkv_N3A, n, B, 1, key_bias_B1N, torch::Tensor(), 0.0, false);
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -1,7 +1,7 @@
-// model::BiasGelu / BiasGeluGate against the unfused composition in float64 on the same values,
-// bf16 and float32 (output and input gradients within one rounding of the activations' type, the
-// bias gradient to float accuracy, the same bits at any thread count), and LinearGelu against
-// ATen's ops under CPU bf16 autocast and in float32.
+// kernels::cpu::BiasGelu / BiasGeluGate against the unfused composition in float64 on the same
+// values, bf16 and float32 (output and input gradients within one rounding of the activations'
+// type, the bias gradient to float accuracy, the same bits at any thread count), and LinearGelu
+// against ATen's ops under CPU bf16 autocast and in float32.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "model/autocast.h"
-#include "model/gelu_cpu.h"
-#include "model/layers.h"
-#include "tests/model_test_util.h"
+#include "kernels/autocast.h"
+#include "kernels/gelu_cpu.h"
+#include "kernels/ops.h"
+#include "tests/kernels_test_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 struct Result {
@@ -138,11 +138,8 @@ TEST(GeluCpuTest, NanPropagates) {
 // kernel ran.
 TEST(GeluCpuTest, LinearGeluMatchesAten) {
   torch::manual_seed(13);
-  Dense linear = Dense(24, 40, 0.3);
-  {
-    torch::NoGradGuard no_grad;
-    linear->bias.normal_(0.0, 0.5);
-  }
+  const torch::Tensor w = (torch::randn({40, 24}) * 0.3).requires_grad_();
+  const torch::Tensor b = (torch::randn({40}) * 0.5).requires_grad_();
   const torch::Tensor x0 = torch::randn({3, 5, 24});
   const torch::Tensor gate0 = torch::randn({3, 5, 40});
   const torch::Tensor dout = torch::randn({3, 5, 40});
@@ -152,7 +149,8 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
       std::vector<torch::Tensor> grads[2];
       torch::Tensor outs[2];
       for (const bool fused : {false, true}) {
-        linear->zero_grad();
+        w.mutable_grad() = torch::Tensor();
+        b.mutable_grad() = torch::Tensor();
         const torch::Tensor x = x0.clone().requires_grad_();
         const torch::Tensor gate = gate0.clone().requires_grad_();
         torch::Tensor out;
@@ -162,7 +160,7 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
           const torch::Tensor g =
               gated ? (bf16 ? gate.to(torch::kBFloat16) : gate) : torch::Tensor();
           if (fused) {
-            out = LinearGelu(linear, x, g);
+            out = kernels::LinearGelu(x, w, b, g);
             ASSERT_TRUE(out.grad_fn());
             // The kernel (behind the view back to x's shape) for bf16, and float32 with a gate;
             // where it runs it adds the bias (its second input) after a bias-free product.
@@ -172,7 +170,7 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
             EXPECT_EQ(kernel, bf16 || gated) << name;
             if (kernel) EXPECT_TRUE(node->next_edges().at(1).is_valid());
           } else {
-            out = torch::gelu(linear(x));
+            out = torch::gelu(torch::linear(x, w, b));
             if (gated) out = out * g;
           }
         }
@@ -180,7 +178,7 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
         EXPECT_EQ(out.sizes(), dout.sizes());
         (out.to(torch::kFloat) * dout).sum().backward();
         outs[fused] = out.detach().to(torch::kFloat);
-        grads[fused] = {x.grad(), linear->weight.grad(), linear->bias.grad()};
+        grads[fused] = {x.grad(), w.grad(), b.grad()};
         if (gated) grads[fused].push_back(gate.grad());
       }
       EXPECT_FALSE(CpuAutocastsToBf16());
@@ -201,13 +199,14 @@ TEST(GeluCpuTest, LinearGeluMatchesAten) {
 // Off the kernel's dtypes (float64) LinearGelu is exactly ATen's gelu(linear(x)) [* gate].
 TEST(GeluCpuTest, LinearGeluIsAtenInFloat64) {
   torch::manual_seed(14);
-  Dense linear = Dense(16, 32, 0.3);
-  linear->to(torch::kDouble);
+  const torch::Tensor w = torch::randn({32, 16}, torch::kDouble) * 0.3;
+  const torch::Tensor b = torch::randn({32}, torch::kDouble);
   const torch::Tensor x = torch::randn({7, 16}, torch::kDouble);
   const torch::Tensor gate = torch::randn({7, 32}, torch::kDouble);
-  EXPECT_TRUE(LinearGelu(linear, x).equal(torch::gelu(linear(x))));
-  EXPECT_TRUE(LinearGelu(linear, x, gate).equal(torch::gelu(linear(x)) * gate));
+  const torch::Tensor aten = torch::gelu(torch::linear(x, w, b));
+  EXPECT_TRUE(kernels::LinearGelu(x, w, b).equal(aten));
+  EXPECT_TRUE(kernels::LinearGelu(x, w, b, gate).equal(aten * gate));
 }
 
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -2,8 +2,8 @@
 // On CPU (LibTorch 1.13 and 2.x) matmuls and linears run in bf16 through oneDNN (about 2x fp32
 // on an AVX-512-bf16 CPU); the encoders keep LayerNorm and the losses in fp32 (model/layers.h).
 // With a CUDA LibTorch (GMLP_WITH_CUDA) the GPU autocast is enabled as well.
-#ifndef GMLP_MODEL_AUTOCAST_H_
-#define GMLP_MODEL_AUTOCAST_H_
+#ifndef GMLP_KERNELS_AUTOCAST_H_
+#define GMLP_KERNELS_AUTOCAST_H_
 
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-namespace gmlp::model {
+namespace gmlp::kernels {
 
 // Whether bf16 autocast pays off on this machine: a visible CUDA device, or a CPU with native
 // bf16 arithmetic (AVX-512 BF16 or AMX, as /proc/cpuinfo lists them). Elsewhere oneDNN emulates
@@ -92,6 +92,6 @@ class AutocastScope {
   bool enabled_;
 };
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels
 
-#endif  // GMLP_MODEL_AUTOCAST_H_
+#endif  // GMLP_KERNELS_AUTOCAST_H_

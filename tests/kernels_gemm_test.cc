@@ -1,17 +1,18 @@
-// model::AddMm, Linear and Dense (gemm.h) against ATen's addmm / linear, differentiated by
-// autograd: the accumulating path must give the same values and gradients (for every operand and
-// bias shape the encoders use), and take that path only for float32 CPU tensors outside autocast.
+// kernels::AddMm, Linear and BatchedMm (gemm.h's products where ops.h takes them) against ATen's
+// addmm / linear / matmul, differentiated by autograd: the accumulating path must give the same
+// values and gradients (for every operand and bias shape the encoders use), and take that path only
+// for float32 CPU tensors outside autocast.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
-#include "model/autocast.h"
-#include "model/gemm.h"
-#include "model/layers.h"
+#include "kernels/autocast.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 using Product = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
@@ -33,7 +34,6 @@ std::vector<torch::Tensor> ValueAndGrads(const Product& f, const std::vector<tor
 // gemm.h's product and ATen's agree in value and in every gradient, to float32 rounding.
 void ExpectSameAsAten(const Product& ours, const Product& aten,
                       const std::vector<torch::Tensor>& in, const std::string& what) {
-  ASSERT_TRUE(AccumulatingGemm(in[1], in[2])) << what;
   const torch::Tensor probe = aten(in);
   const torch::Tensor dout = torch::randn(probe.sizes());
   const auto a = ValueAndGrads(ours, in, dout);
@@ -52,7 +52,9 @@ void ExpectSameAsAten(const Product& ours, const Product& aten,
 TEST(GemmTest, AddMmMatchesAtenForEveryBiasShape) {
   torch::manual_seed(1);
   const torch::Tensor a = torch::randn({37, 19}), b = torch::randn({19, 23});
-  const Product ours = [](const std::vector<torch::Tensor>& t) { return AddMm(t[0], t[1], t[2]); };
+  const Product ours = [](const std::vector<torch::Tensor>& t) {
+    return kernels::AddMm(t[0], t[1], t[2]);
+  };
   const Product aten = [](const std::vector<torch::Tensor>& t) {
     return t[0].defined() ? torch::addmm(t[0], t[1], t[2]) : torch::mm(t[1], t[2]);
   };
@@ -71,7 +73,9 @@ TEST(GemmTest, AddMmMatchesAtenForEveryBiasShape) {
 TEST(GemmTest, LinearMatchesAten) {
   torch::manual_seed(2);
   const torch::Tensor w = torch::randn({23, 19}), bias = torch::randn({23});
-  const Product ours = [](const std::vector<torch::Tensor>& t) { return Linear(t[1], t[2], t[0]); };
+  const Product ours = [](const std::vector<torch::Tensor>& t) {
+    return kernels::Linear(t[1], t[2], t[0]);
+  };
   const Product aten = [](const std::vector<torch::Tensor>& t) {
     return torch::linear(t[1], t[2], t[0]);
   };
@@ -86,7 +90,9 @@ TEST(GemmTest, LinearMatchesAten) {
 
 TEST(GemmTest, BatchedMmMatchesAten) {
   torch::manual_seed(6);
-  const Product ours = [](const std::vector<torch::Tensor>& t) { return BatchedMm(t[1], t[2]); };
+  const Product ours = [](const std::vector<torch::Tensor>& t) {
+    return kernels::BatchedMm(t[1], t[2]);
+  };
   const Product aten = [](const std::vector<torch::Tensor>& t) {
     return torch::matmul(t[1], t[2]);
   };
@@ -97,7 +103,7 @@ TEST(GemmTest, BatchedMmMatchesAten) {
       ours, aten,
       {torch::Tensor(), torch::randn({2, 3, 11, 5}), torch::randn({2, 3, 9, 5}).transpose(2, 3)},
       "4-D, b^T");
-  EXPECT_THROW(BatchedMm(torch::randn({2, 3, 4}), torch::randn({3, 4, 5})), c10::Error);
+  EXPECT_THROW(kernels::BatchedMm(torch::randn({2, 3, 4}), torch::randn({3, 4, 5})), c10::Error);
 }
 
 // The float64 composition on the same values: the gradients are the right products, not merely
@@ -110,7 +116,7 @@ TEST(GemmTest, GradientsMatchFloat64) {
     const torch::Tensor x = x0.to(type).clone().requires_grad_(),
                         w = w0.to(type).clone().requires_grad_(),
                         b = b0.to(type).clone().requires_grad_();
-    const torch::Tensor y = Linear(x, w, b);
+    const torch::Tensor y = kernels::Linear(x, w, b);
     y.backward(dout.to(type));
     return std::vector<torch::Tensor>{y, x.grad(), w.grad(), b.grad()};
   };
@@ -128,45 +134,41 @@ TEST(GemmTest, OnlyTheGradientsAskedForAreComputed) {
   const torch::Tensor x = torch::randn({8, 5});  // data: no gradient
   const torch::Tensor w = torch::randn({6, 5}).requires_grad_();
   const torch::Tensor b = torch::randn({6});  // frozen bias
-  Linear(x, w, b).sum().backward();
+  kernels::Linear(x, w, b).sum().backward();
   ASSERT_TRUE(w.grad().defined());
   EXPECT_TRUE(torch::allclose(w.grad(), torch::ones({8, 6}).t().mm(x)));
   EXPECT_FALSE(x.grad().defined());
   EXPECT_FALSE(b.grad().defined());
 }
 
+// ops.h sends a product to gemm.h only for float32 CPU operands outside autocast, under the
+// auto policy; everything else is ATen's.
 TEST(GemmTest, AccumulatesOnlyForFloat32CpuWithoutAutocast) {
   const torch::Tensor f = torch::randn({4, 4});
-  EXPECT_TRUE(AccumulatingGemm(f, f));
-  EXPECT_FALSE(AccumulatingGemm(f.to(torch::kDouble), f.to(torch::kDouble)));
-  EXPECT_FALSE(AccumulatingGemm(f.to(torch::kBFloat16), f.to(torch::kBFloat16)));
+  const auto accumulates = [](const torch::Tensor& a, const torch::Tensor& b) {
+    const torch::Tensor y = kernels::Linear(a.detach().requires_grad_(), b);
+    return y.grad_fn()->name().find("GemmFunction") != std::string::npos;
+  };
+  EXPECT_TRUE(accumulates(f, f));
+  EXPECT_FALSE(accumulates(f.to(torch::kDouble), f.to(torch::kDouble)));
+  EXPECT_FALSE(accumulates(f.to(torch::kBFloat16), f.to(torch::kBFloat16)));
+  {
+    PolicyScope aten(Policy::kAten);
+    EXPECT_FALSE(accumulates(f, f));
+  }
   {
     AutocastScope autocast(true);
-    EXPECT_FALSE(AccumulatingGemm(f, f));  // autocast casts to bf16 for oneDNN
-    EXPECT_EQ(Linear(f, f).scalar_type(), torch::kBFloat16);
-    EXPECT_EQ(AddMm(torch::Tensor(), f, f).scalar_type(), torch::kBFloat16);
+    EXPECT_FALSE(accumulates(f, f));  // autocast casts to bf16 for oneDNN
+    EXPECT_EQ(kernels::Linear(f, f).scalar_type(), torch::kBFloat16);
+    EXPECT_EQ(kernels::AddMm(torch::Tensor(), f, f).scalar_type(), torch::kBFloat16);
   }
   // Under no_grad the product is computed without the autograd function, to the same values.
   torch::NoGradGuard no_grad;
   const torch::Tensor w = torch::randn({3, 4}).requires_grad_();
-  const torch::Tensor y = Linear(f, w);
+  const torch::Tensor y = kernels::Linear(f, w);
   EXPECT_FALSE(y.requires_grad());
   EXPECT_TRUE(torch::allclose(y, f.mm(w.t())));
 }
 
-TEST(GemmTest, DenseKeepsLinearsParameterNamesAndInitialization) {
-  torch::manual_seed(5);
-  Dense dense(64, 256, 0.02);
-  const auto params = dense->named_parameters();
-  ASSERT_EQ(params.size(), 2u);
-  ASSERT_TRUE(params.contains("weight") && params.contains("bias"));
-  EXPECT_EQ(params["weight"].sizes(), (std::vector<int64_t>{256, 64}));
-  EXPECT_EQ(params["bias"].sizes(), (std::vector<int64_t>{256}));
-  EXPECT_TRUE(params["bias"].eq(0).all().item<bool>());
-  EXPECT_NEAR(params["weight"].std().item<double>(), 0.02, 0.002);
-  const torch::Tensor x = torch::randn({7, 64});
-  EXPECT_TRUE(torch::allclose(dense(x), torch::linear(x, dense->weight, dense->bias)));
-}
-
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -7,12 +7,12 @@
 // each row is read in its own dtype, in float: one pass for the maximum (and so the argmax), one
 // for the sum of exponentials; only the log-sum-exp (M floats) is kept for backward, which writes d
 // logits = (softmax - onehot) * g in the logits' dtype in one pass.
-#ifndef GMLP_MODEL_SOFTMAX_XENT_H_
-#define GMLP_MODEL_SOFTMAX_XENT_H_
+#ifndef GMLP_KERNELS_SOFTMAX_XENT_H_
+#define GMLP_KERNELS_SOFTMAX_XENT_H_
 
 #include <torch/torch.h>
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 struct SoftmaxXent {
   torch::Tensor loss_M;    // float32 (M): -log softmax(logits)[label], differentiable
@@ -23,6 +23,6 @@ struct SoftmaxXent {
 // infinite logit gets a NaN loss (and NaN gradients), as the trainer's finiteness check expects.
 SoftmaxXent SoftmaxCrossEntropy(const torch::Tensor& logits_MV, const torch::Tensor& labels_M);
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_SOFTMAX_XENT_H_
+#endif  // GMLP_KERNELS_SOFTMAX_XENT_H_

@@ -1,8 +1,8 @@
-// Helpers for gmlp's own CPU kernels (dropout.cc, softmax_xent.cc, layer_norm_cpu.cc,
-// gelu_cpu.cc, pretrain/multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled for
-// several instruction sets, with bf16 handled as its 16 bits.
-#ifndef GMLP_MODEL_CPU_KERNEL_UTIL_H_
-#define GMLP_MODEL_CPU_KERNEL_UTIL_H_
+// Helpers for gmlp's own CPU kernels (attention_bf16.cc, dropout.cc, softmax_xent.cc,
+// layer_norm_cpu.cc, gelu_cpu.cc, multi_tensor_cpu.cc): plain loops that GCC vectorizes, compiled
+// for several instruction sets, with bf16 handled as its 16 bits.
+#ifndef GMLP_KERNELS_CPU_KERNEL_UTIL_H_
+#define GMLP_KERNELS_CPU_KERNEL_UTIL_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -11,8 +11,9 @@
 #include <type_traits>
 
 // On a function: compiled for x86-64-v4 (AVX-512, with 64-bit vector multiplies), x86-64-v3
-// (AVX2, FMA) and the baseline; the loader picks one for the CPU at start-up. Files that use it
-// compile with -ffp-contract=off, so that every clone computes the same bits.
+// (AVX2, FMA) and the baseline; the loader picks one for the CPU at start-up. Whether the clones
+// compute the same bits depends on the file's FMA contraction, which kernels/CMakeLists.txt sets:
+// off (the same bits) everywhere but gelu_cpu.cc and layer_norm_cpu.cc.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define GMLP_VECTOR_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -20,7 +21,7 @@
 #define GMLP_VECTOR_CLONES
 #endif
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // bfloat16 as its bits (c10::BFloat16's operators convert one element at a time): widened to
 // float exactly, and rounded back to nearest even as c10::BFloat16 rounds (NaN to 0x7FC0).
@@ -109,6 +110,6 @@ void WithKernelType(const at::Tensor& t, F&& f) {
   }
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_CPU_KERNEL_UTIL_H_
+#endif  // GMLP_KERNELS_CPU_KERNEL_UTIL_H_

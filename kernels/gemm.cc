@@ -1,11 +1,9 @@
 // Matrix products that never ask the BLAS for beta != 1 (see gemm.h).
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 #include <vector>
 
-#include "model/autocast.h"
-
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // a @ b accumulated into a zeroed buffer (beta = 1).
@@ -82,13 +80,7 @@ class BatchedGemmFunction : public torch::autograd::Function<BatchedGemmFunction
 
 }  // namespace
 
-bool AccumulatingGemm(const torch::Tensor& a, const torch::Tensor& b) {
-  return a.is_cpu() && b.is_cpu() && a.scalar_type() == torch::kFloat32 &&
-         b.scalar_type() == torch::kFloat32 && !CpuAutocastEnabled();
-}
-
 torch::Tensor AddMm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) {
-  if (!AccumulatingGemm(a, b)) return bias.defined() ? torch::addmm(bias, a, b) : torch::mm(a, b);
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "AddMm: shapes ", a.sizes(),
               " and ", b.sizes(), " cannot be multiplied");
   return Gemm(bias, a, b, /*b_is_weight=*/false);
@@ -96,7 +88,6 @@ torch::Tensor AddMm(const torch::Tensor& bias, const torch::Tensor& a, const tor
 
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
-  if (!AccumulatingGemm(x, weight)) return torch::linear(x, weight, bias);
   TORCH_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "Linear: input ",
               x.sizes(), " does not match weight ", weight.sizes());
   if (x.dim() == 2) return Gemm(bias, x, weight, /*b_is_weight=*/true);
@@ -106,7 +97,6 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
 }
 
 torch::Tensor BatchedMm(const torch::Tensor& a, const torch::Tensor& b) {
-  if (!AccumulatingGemm(a, b)) return torch::matmul(a, b);
   const int64_t dims = a.dim();
   TORCH_CHECK(dims >= 3 && b.dim() == dims &&
                   a.sizes().slice(0, dims - 2) == b.sizes().slice(0, dims - 2) &&
@@ -121,4 +111,4 @@ torch::Tensor BatchedMm(const torch::Tensor& a, const torch::Tensor& b) {
   return out.view(sizes);
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

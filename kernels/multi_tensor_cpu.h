@@ -4,14 +4,14 @@
 // too small for ATen to split them across threads). The tensors are cut into fixed chunks, so
 // the results do not depend on the thread count. Used by Optimizer and ClipGradNormAsync for
 // fp32 CPU tensors (optimizer.h); other devices and dtypes keep ATen's ops.
-#ifndef GMLP_PRETRAIN_MULTI_TENSOR_CPU_H_
-#define GMLP_PRETRAIN_MULTI_TENSOR_CPU_H_
+#ifndef GMLP_KERNELS_MULTI_TENSOR_CPU_H_
+#define GMLP_KERNELS_MULTI_TENSOR_CPU_H_
 
 #include <torch/torch.h>
 
 #include <vector>
 
-namespace gmlp::pretrain {
+namespace gmlp::kernels::cpu {
 
 // True when every tensor is a defined, contiguous float32 CPU tensor.
 bool AllContiguousFloatCpu(const std::vector<torch::Tensor>& tensors);
@@ -37,6 +37,6 @@ double GlobalNormCpu(const std::vector<torch::Tensor>& tensors);
 // tensors[i] *= scale, in place.
 void ScaleCpu(const std::vector<torch::Tensor>& tensors, float scale);
 
-}  // namespace gmlp::pretrain
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_PRETRAIN_MULTI_TENSOR_CPU_H_
+#endif  // GMLP_KERNELS_MULTI_TENSOR_CPU_H_

@@ -1,5 +1,5 @@
 // LayerNorm on the CPU, alone or fused (see layer_norm_cpu.h).
-#include "model/layer_norm_cpu.h"
+#include "kernels/layer_norm_cpu.h"
 
 #include <ATen/Parallel.h>
 
@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "model/cpu_kernel_util.h"
-#include "model/gelu_math.h"
+#include "kernels/cpu_kernel_util.h"
+#include "kernels/gelu_math.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // Row sums run in kLanes independent accumulators combined in a fixed order (vectorizable
@@ -419,4 +419,4 @@ std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(const torch::Tensor& x_ND,
   return {out[0], out[1]};
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -1,5 +1,5 @@
 // Fused softmax cross-entropy (see softmax_xent.h).
-#include "model/softmax_xent.h"
+#include "kernels/softmax_xent.h"
 
 #include <ATen/Parallel.h>
 
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <limits>
 
-#include "model/cpu_kernel_util.h"
+#include "kernels/cpu_kernel_util.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // Each row's reductions run in kLanes independent accumulators (lane k takes the elements
@@ -177,8 +177,7 @@ class XentFunction : public torch::autograd::Function<XentFunction> {
     const bool bf16 = x.scalar_type() == torch::kBFloat16;
     at::parallel_for(0, M, RowGrain(V), [&](int64_t begin, int64_t end) {
       if (bf16) {
-        BackwardBFloat16(Bf16Bits(x), lab, lse_p, g_p, V, begin, end,
-                         Bf16Bits(grad));
+        BackwardBFloat16(Bf16Bits(x), lab, lse_p, g_p, V, begin, end, Bf16Bits(grad));
       } else {
         BackwardFloat(x.data_ptr<float>(), lab, lse_p, g_p, V, begin, end, grad.data_ptr<float>());
       }
@@ -208,4 +207,4 @@ SoftmaxXent SoftmaxCrossEntropy(const torch::Tensor& logits_MV, const torch::Ten
   return {out[0], out[1]};
 }
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -20,12 +20,12 @@
 // (absolute error <= 1.5e-7, computed as erfc for negative inputs so small Phi(a) keep their
 // relative accuracy) with cpu_kernel_util.h's exp. The bias gradient is summed in float over
 // fixed blocks of rows, added in block order: the same bits at any thread count.
-#ifndef GMLP_MODEL_GELU_CPU_H_
-#define GMLP_MODEL_GELU_CPU_H_
+#ifndef GMLP_KERNELS_GELU_CPU_H_
+#define GMLP_KERNELS_GELU_CPU_H_
 
 #include <torch/torch.h>
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // GELU(y + bias): y (N, F) bf16 or float32 on the CPU, bias (F) float32 or undefined (no bias).
 // Returns y's dtype (N, F); differentiable in y and bias (whose gradient is float32).
@@ -36,6 +36,6 @@ torch::Tensor BiasGelu(const torch::Tensor& y_NF, const torch::Tensor& bias_F);
 torch::Tensor BiasGeluGate(const torch::Tensor& y_NF, const torch::Tensor& bias_F,
                            const torch::Tensor& gate_NF);
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_GELU_CPU_H_
+#endif  // GMLP_KERNELS_GELU_CPU_H_

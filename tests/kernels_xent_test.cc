@@ -1,4 +1,4 @@
-// model::SoftmaxCrossEntropy against ATen's cross_entropy and argmax: the loss, the gradient
+// kernels::cpu::SoftmaxCrossEntropy against ATen's cross_entropy and argmax: the loss, the gradient
 // (fp32 and bf16 logits), the argmax with ties, non-finite rows, and bad arguments.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "model/softmax_xent.h"
+#include "kernels/softmax_xent.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // The reference in double: per-row loss and d(sum(w * loss))/d logits.
@@ -104,4 +104,4 @@ TEST(SoftmaxXentTest, RejectsBadArguments) {
 }
 
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

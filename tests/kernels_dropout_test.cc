@@ -1,14 +1,14 @@
-// model::Dropout: the counter-based mask keeps 1 - p of the elements, scales them by 1/(1 - p),
-// is a pure function of the seed (reproducible under torch::manual_seed, different per call),
+// kernels::cpu::Dropout: the counter-based mask keeps 1 - p of the elements, scales them by 1/(1 -
+// p), is a pure function of the seed (reproducible under torch::manual_seed, different per call),
 // is the same for every dtype, and backward applies the very mask forward used.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "model/dropout.h"
+#include "kernels/dropout.h"
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 namespace {
 
 TEST(DropoutTest, KeepsOneMinusPAndScales) {
@@ -112,4 +112,4 @@ TEST(DropoutTest, NonContiguousInput) {
 }
 
 }  // namespace
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu

@@ -9,14 +9,14 @@
 // (where users without bf16 hardware train): GELU before the norm, or the residual add, in the
 // same pass. Weight and bias stay fp32, and their gradients are summed in fixed blocks of rows,
 // so they do not depend on the thread count.
-#ifndef GMLP_MODEL_LAYER_NORM_CPU_H_
-#define GMLP_MODEL_LAYER_NORM_CPU_H_
+#ifndef GMLP_KERNELS_LAYER_NORM_CPU_H_
+#define GMLP_KERNELS_LAYER_NORM_CPU_H_
 
 #include <torch/torch.h>
 
 #include <utility>
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
 // x (N, d) bf16 or float32 on the CPU, weight and bias (d) float32: LayerNorm over d, bf16
 // (N, d). Differentiable in all three; x's gradient has x's dtype. A float32 x is the pre-LN
@@ -49,6 +49,6 @@ std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(const torch::Tensor& x_ND,
                                                      const torch::Tensor& weight_D,
                                                      const torch::Tensor& bias_D, double eps);
 
-}  // namespace gmlp::model
+}  // namespace gmlp::kernels::cpu
 
-#endif  // GMLP_MODEL_LAYER_NORM_CPU_H_
+#endif  // GMLP_KERNELS_LAYER_NORM_CPU_H_

@@ -9,15 +9,18 @@
 // fast path (the bias is copied in, then beta = 1), but autograd's backward of every linear layer
 // and of gMLP's spatial projection is two `mm`s. So for float32 CPU tensors outside autocast these
 // products are custom autograd functions whose forward and backward accumulate every product into
-// a zeroed output: the same products (each output is 0 plus the dot product). Everything else
-// (bf16 autocast, which runs oneDNN; GPUs; float64) is ATen's addmm, mm, linear and matmul.
-#ifndef GMLP_MODEL_GEMM_H_
-#define GMLP_MODEL_GEMM_H_
+// a zeroed output: the same products (each output is 0 plus the dot product). ops.h sends
+// float32 CPU operands outside autocast here; everything else (bf16 autocast, which runs oneDNN;
+// GPUs; float64) to ATen's addmm, mm, linear and matmul.
+#ifndef GMLP_KERNELS_GEMM_H_
+#define GMLP_KERNELS_GEMM_H_
 
 #include <torch/torch.h>
 
-namespace gmlp::model {
+namespace gmlp::kernels::cpu {
 
+// Operands are float32 CPU tensors.
+//
 // bias + a @ b: a (M, K), b (K, N), bias broadcastable to (M, N) or undefined (none), as
 // torch::addmm / torch::mm.
 torch::Tensor AddMm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b);
@@ -31,10 +34,6 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
 // batch).
 torch::Tensor BatchedMm(const torch::Tensor& a, const torch::Tensor& b);
 
-// Whether AddMm, Linear and BatchedMm take the accumulating path for these operands (float32 CPU
-// tensors, CPU autocast off); for tests.
-bool AccumulatingGemm(const torch::Tensor& a, const torch::Tensor& b);
+}  // namespace gmlp::kernels::cpu
 
-}  // namespace gmlp::model
-
-#endif  // GMLP_MODEL_GEMM_H_
+#endif  // GMLP_KERNELS_GEMM_H_

@@ -1,5 +1,5 @@
 // Multi-tensor AdamW and clipping on the CPU (see multi_tensor_cpu.h).
-#include "pretrain/multi_tensor_cpu.h"
+#include "kernels/multi_tensor_cpu.h"
 
 #include <ATen/Parallel.h>
 
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "model/cpu_kernel_util.h"
+#include "kernels/cpu_kernel_util.h"
 
-namespace gmlp::pretrain {
+namespace gmlp::kernels::cpu {
 namespace {
 
 // Elements per work item: four float streams of it fit in L2, and it is large enough that the
@@ -155,4 +155,4 @@ void ScaleCpu(const std::vector<torch::Tensor>& tensors, float scale) {
   });
 }
 
-}  // namespace gmlp::pretrain
+}  // namespace gmlp::kernels::cpu
