@@ -21,7 +21,7 @@
 #include "common/tensorboard.h"
 #include "finetune/metrics.h"
 #include "finetune/saved_model.h"
-#include "kernels/ops.h"
+#include "kernels/policy.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/provenance.h"

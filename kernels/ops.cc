@@ -1,7 +1,6 @@
 // The one dispatch between gmlp's CPU kernels and ATen (see ops.h, and README.md's table).
 #include "kernels/ops.h"
 
-#include <atomic>
 #include <cmath>
 
 #include "kernels/attention_bf16.h"
@@ -17,9 +16,7 @@
 namespace gmlp::kernels {
 namespace {
 
-std::atomic<Policy> g_policy{Policy::kAuto};
-
-bool Auto() { return g_policy.load(std::memory_order_relaxed) == Policy::kAuto; }
+bool Auto() { return CurrentPolicy() == Policy::kAuto; }
 
 bool Is(const torch::Tensor& t, torch::ScalarType type) {
   return t.defined() && t.scalar_type() == type;
@@ -51,17 +48,6 @@ torch::Tensor Gated(const torch::Tensor& z, const torch::Tensor& gate) {
 }
 
 }  // namespace
-
-Policy CurrentPolicy() { return g_policy.load(std::memory_order_relaxed); }
-void SetPolicy(Policy policy) { g_policy.store(policy, std::memory_order_relaxed); }
-
-const char* PolicyName(Policy policy) { return policy == Policy::kAuto ? "auto" : "aten"; }
-
-std::optional<Policy> ParsePolicy(std::string_view name) {
-  if (name == "auto") return Policy::kAuto;
-  if (name == "aten") return Policy::kAten;
-  return std::nullopt;
-}
 
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {

@@ -2,10 +2,7 @@
 // CPU kernel (cpu/ files of this folder) and ATen in one place: here. Callers never test a
 // tensor's device or dtype; the table of what runs where is in kernels/README.md.
 //
-// The policy is process-wide: kAuto (the default) takes a kernel wherever one covers the
-// operands (CPU tensors of the dtypes it handles, as README.md lists), kAten runs ATen's ops as
-// written everywhere, so a run can be measured or checked against ATen without rebuilding
-// (`--kernels=auto|aten` on the training subcommands; the run's config records it). Every op
+// The policy (policy.h) picks between the two process-wide: `--kernels=auto|aten`. Every op
 // is differentiable like the composition it stands for; where a kernel promises the same bits
 // as ATen it says so in its header, elsewhere the two agree to rounding.
 #ifndef GMLP_KERNELS_OPS_H_
@@ -14,32 +11,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "kernels/policy.h"
+
 namespace gmlp::kernels {
-
-enum class Policy { kAuto, kAten };
-
-Policy CurrentPolicy();
-void SetPolicy(Policy policy);
-// "auto" or "aten", as --kernels spells them.
-const char* PolicyName(Policy policy);
-std::optional<Policy> ParsePolicy(std::string_view name);
-
-// Sets the policy for a scope (tests, benchmarks), restoring the previous one after.
-class PolicyScope {
- public:
-  explicit PolicyScope(Policy policy) : previous_(CurrentPolicy()) { SetPolicy(policy); }
-  ~PolicyScope() { SetPolicy(previous_); }
-  PolicyScope(const PolicyScope&) = delete;
-  PolicyScope& operator=(const PolicyScope&) = delete;
-
- private:
-  Policy previous_;
-};
 
 // ---- Matrix products: as torch::linear, torch::addmm (torch::mm without a bias) and
 // torch::matmul of two equally batched operands (no broadcasting).

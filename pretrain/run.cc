@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "data/loader.h"
 #include "data/manifest.h"
-#include "kernels/ops.h"
+#include "kernels/policy.h"
 #include "model/flops.h"
 #include "model/heads.h"
 #include "model/provenance.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/field_json.h"
 #include "common/file_util.h"
-#include "kernels/ops.h"
+#include "kernels/policy.h"
 
 namespace gmlp::pretrain {
 

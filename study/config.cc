@@ -12,7 +12,7 @@
 #include "common/json_file.h"
 #include "common/status.h"
 #include "data/manifest.h"
-#include "kernels/ops.h"
+#include "kernels/policy.h"
 #include "model/arch.h"
 #include "model/config.h"
 #include "study/probe.h"

@@ -8,7 +8,7 @@
 #include "cli/flags.h"
 #include "cli/subcommands.h"
 #include "common/file_util.h"
-#include "kernels/ops.h"
+#include "kernels/policy.h"
 #include "study/config.h"
 #include "study/study.h"
 
