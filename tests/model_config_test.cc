@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "model/arch.h"
 #include "model/config.h"
 
 namespace gmlp::model {
@@ -127,7 +128,7 @@ TEST(EncoderConfigTest, EnumFieldsAreCheckedWhateverTheArch) {
       {"position", "position must be one of alibi|learned, got \"bogus\""},
       {"attn_input", "attn_input must be one of block|expanded, got \"bogus\""},
       {"sgu", "sgu must be one of split|multiplicative|additive|linear, got \"bogus\""}};
-  for (const char* arch : {"transformer", "gmlp", "amlp", "mixer"}) {
+  for (const std::string& arch : ArchNames()) {
     for (const auto& [key, says] : cases) {
       auto c = EncoderConfig::FromJson({{"arch", arch}, {key, "bogus"}});
       ASSERT_FALSE(c.ok()) << arch << " " << key;

@@ -55,7 +55,8 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, CountTest, ::testing::ValuesIn(AllTinyConfigs
                          [](const auto& info) { return info.param.name; });
 
 TEST(CountTest, PresetsMatchModules) {
-  for (const char* name : {"transformer-tiny", "gmlp-tiny", "amlp-tiny", "mixer-tiny"}) {
+  for (const std::string& arch : ArchNames()) {
+    const std::string name = arch + "-tiny";
     auto c = Preset(name);
     ASSERT_TRUE(c.ok());
     auto encoder = MakeEncoder(*c);
@@ -88,11 +89,13 @@ TEST(PresetTest, FamiliesAreBalancedAndTableIsPrinted) {
                              count.non_embedding() / 1e6, TrainingFlopsPerToken(*c, 128) / 1e9);
   }
   std::printf("%s", table.c_str());
-  for (const char* name : {"transformer-base", "gmlp-base", "amlp-base", "mixer-base"}) {
+  for (const std::string& arch : ArchNames()) {
+    const std::string name = arch + "-base";
     auto c = Preset(name);
-    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.ok()) << name;
     const ParamCount count = CountParameters(*c);
-    std::printf("%s at vocab %ld, n %ld: total %.2fM, non-embedding %.2fM\n", name, c->vocab_size,
+    std::printf("%s at vocab %ld, n %ld: total %.2fM, non-embedding %.2fM\n", name.c_str(),
+                c->vocab_size,
                 c->max_seq_len, count.total / 1e6, count.non_embedding() / 1e6);
   }
   for (const auto& [size, by_arch] : families) {

@@ -27,7 +27,7 @@ std::string TempDir() {
 TEST(SerializeTest, MlmModelRoundTripAndEncoderPrefix) {
   const std::string dir = TempDir();
   const std::string path = JoinPath(dir, "model.pt");
-  for (const char* arch : {"transformer", "gmlp", "amlp", "mixer"}) {
+  for (const std::string& arch : ArchNames()) {
     const EncoderConfig c = TinyConfig(arch);
     torch::manual_seed(61);
     MlmModel saved(c);

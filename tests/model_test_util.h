@@ -12,12 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "model/arch.h"
 #include "model/config.h"
 #include "model/encoder.h"
 
 namespace gmlp::model::testing {
 
-// A tiny, dropout-free config of `arch` ("transformer", "gmlp", "amlp", "mixer").
+// A tiny, dropout-free config of `arch` (a name of the arch table).
 inline EncoderConfig TinyConfig(const std::string& arch, const std::string& sgu = "split") {
   EncoderConfig c;
   c.arch = arch;
@@ -42,23 +43,30 @@ struct NamedConfig {
 };
 // gtest prints a parameter with this (not its raw bytes) in test output and listings.
 inline void PrintTo(const NamedConfig& c, std::ostream* os) { *os << c.name; }
+// Every arch of the table (model/arch.h) as TinyConfig(arch), a new one included; the gMLP
+// family once per SGU variant; and the variants of the knobs only some archs read: the
+// Transformer pre-LN and with ALiBi, aMLP's attention on Z ("expanded").
 inline std::vector<NamedConfig> AllTinyConfigs() {
   std::vector<NamedConfig> out;
-  out.push_back({"transformer", TinyConfig("transformer")});
+  for (const ArchSpec& arch : ArchTable()) {
+    if (!arch.has_sgu) {
+      out.push_back({arch.name, TinyConfig(arch.name)});
+      continue;
+    }
+    for (const std::string& sgu : SguVariants()) {
+      out.push_back({arch.name + "_" + sgu, TinyConfig(arch.name, sgu)});
+      if (arch.name != "amlp") continue;
+      EncoderConfig expanded = TinyConfig(arch.name, sgu);
+      expanded.attn_input = "expanded";
+      out.push_back({arch.name + "_expanded_" + sgu, expanded});
+    }
+  }
   EncoderConfig pre = TinyConfig("transformer");
   pre.pre_ln = true;
   out.push_back({"transformer_preln", pre});
   EncoderConfig alibi = pre;
   alibi.position = "alibi";
   out.push_back({"transformer_alibi", alibi});
-  for (const char* sgu : {"split", "multiplicative", "additive", "linear"}) {
-    out.push_back({std::string("gmlp_") + sgu, TinyConfig("gmlp", sgu)});
-    out.push_back({std::string("amlp_") + sgu, TinyConfig("amlp", sgu)});
-    EncoderConfig expanded = TinyConfig("amlp", sgu);
-    expanded.attn_input = "expanded";
-    out.push_back({std::string("amlp_expanded_") + sgu, expanded});
-  }
-  out.push_back({"mixer", TinyConfig("mixer")});
   return out;
 }
 
