@@ -1,6 +1,7 @@
 // The arch table (see arch.h). One row per architecture; each block file supplies its BlockSpec.
 #include "model/arch.h"
 
+#include "model/fnet.h"
 #include "model/gmlp.h"
 #include "model/mixer.h"
 #include "model/transformer.h"
@@ -13,6 +14,7 @@ const std::vector<ArchSpec>& ArchTable() {
       {"gmlp", "gMLP", /*has_sgu=*/true, GmlpBlockSpec()},
       {"amlp", "aMLP", /*has_sgu=*/true, GmlpBlockSpec()},  // + tiny attention (gmlp.h)
       {"mixer", "MLP-Mixer", /*has_sgu=*/false, MixerBlockSpec()},
+      {"fnet", "FNet", /*has_sgu=*/false, FnetBlockSpec()},
   };
   return *kTable;
 }

@@ -128,7 +128,8 @@ namespace {
 
 // Families share d_model and are balanced by depth, as the paper does (its gMLP-base is deeper
 // and narrower than BERT-base): gMLP/aMLP keep d_ffn = 6 d, the Transformer and the mixer's
-// channel MLP 4 d. Non-embedding counts at n = 128 agree within 10% inside a family (tested).
+// channel MLP 4 d; FNet, whose mixing has no parameters, takes the Transformer's d and depth with
+// d_ffn = 6 d. Non-embedding counts at n = 128 agree within 10% inside a family (tested).
 struct PresetRow {
   const char* name;
   const char* arch;
@@ -141,20 +142,26 @@ constexpr PresetRow kPresets[] = {
     {"gmlp-tiny", "gmlp", 128, 5, 768, 0, 0},
     {"amlp-tiny", "amlp", 128, 4, 768, 0, 0},
     {"mixer-tiny", "mixer", 128, 4, 512, 0, 256},
+    {"fnet-tiny", "fnet", 128, 4, 768, 0, 0},
     {"transformer-mini", "transformer", 192, 4, 768, 3, 0},
     {"gmlp-mini", "gmlp", 192, 5, 1152, 0, 0},
     {"amlp-mini", "amlp", 192, 4, 1152, 0, 0},
     {"mixer-mini", "mixer", 192, 5, 768, 0, 256},
+    {"fnet-mini", "fnet", 192, 4, 1152, 0, 0},
     {"transformer-small", "transformer", 256, 6, 1024, 4, 0},
     {"gmlp-small", "gmlp", 256, 8, 1536, 0, 0},
     {"amlp-small", "amlp", 256, 7, 1536, 0, 0},
     {"mixer-small", "mixer", 256, 8, 1024, 0, 256},
+    {"fnet-small", "fnet", 256, 6, 1536, 0, 0},
     // The paper's BERT-setting shapes (Liu et al. 2021, Sec. 4): BERT-base, gMLP-base and
     // aMLP-base (gMLP-base + a 64-wide tiny attention), at BERT's vocabulary and length.
     {"transformer-base", "transformer", 768, 12, 3072, 12, 0},
     {"gmlp-base", "gmlp", 512, 48, 3072, 0, 0},
     {"amlp-base", "amlp", 512, 48, 3072, 0, 0},
     {"mixer-base", "mixer", 768, 12, 3072, 0, 512},
+    // FNet-base: BERT-base's shape with the feed-forward widened to 6 d (the paper's FNet-Base
+    // keeps 4 d and so has fewer parameters than BERT-base), at the family's parameter count.
+    {"fnet-base", "fnet", 768, 12, 4608, 0, 0},
 };
 
 }  // namespace

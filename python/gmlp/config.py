@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-ARCHS = ("transformer", "gmlp", "amlp", "mixer")
+ARCHS = ("transformer", "gmlp", "amlp", "mixer", "fnet")
 SGU_VARIANTS = ("split", "multiplicative", "additive", "linear")
 POSITIONS = ("alibi", "learned")
 ATTN_INPUTS = ("block", "expanded")

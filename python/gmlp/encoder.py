@@ -11,6 +11,7 @@ from torch import nn
 
 from .config import EncoderConfig
 from .embeddings import Embeddings
+from .fnet import FnetBlock
 from .gmlp import GmlpBlock
 from .layers import layer_norm
 from .mixer import MixerBlock
@@ -31,6 +32,7 @@ ARCH_TABLE: Dict[str, ArchSpec] = {
     "gmlp": ArchSpec("gMLP", GmlpBlock, lambda c: False, lambda c: True),
     "amlp": ArchSpec("aMLP", GmlpBlock, lambda c: False, lambda c: True),
     "mixer": ArchSpec("token-mixing MLP", MixerBlock, lambda c: False, lambda c: True),
+    "fnet": ArchSpec("FNet", FnetBlock, lambda c: True, lambda c: False),
 }
 
 
