@@ -4,10 +4,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "cli/flag_set.h"
 #include "cli/flags.h"
 #include "cli/subcommands.h"
+#include "model/arch.h"
 #include "pretrain/config.h"
 #include "pretrain/launcher.h"
 #include "pretrain/preempt.h"
@@ -42,8 +45,9 @@ int PretrainMain(int argc, char** argv) {
             "JSON config file (e.g. an earlier run's config.json): training keys plus \"preset\" "
             "and \"model\". Flags given on the command line override it.");
   flags.Add("preset", &preset,
-            "Encoder preset ({transformer,gmlp,amlp,mixer}-{tiny,mini,small,base}); overrides "
-            "--config's preset and model section.");
+            absl::StrCat("Encoder preset <arch>-{tiny,mini,small,base}, <arch> one of ",
+                         absl::StrJoin(model::ArchNames(), ", "),
+                         "; overrides --config's preset and model section."));
   flags.Add("model_overrides", &sources.model_overrides,
             "EncoderConfig overrides, 'key=value,...' (e.g. n_layers=2,d_ffn=512).");
   flags.AddCustom(

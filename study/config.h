@@ -123,7 +123,8 @@ struct StudyConfig {
           "an existing `gmlp prepare` shard directory: skips tokenizer training and prepare "
           "(give its --tokenizer too)");
     visit("seq_len", self.seq_len, "sequence length of the shards (the encoders' max_seq_len)");
-    visit("archs", self.archs, "encoders: transformer,gmlp,amlp[,mixer]");
+    visit("archs", self.archs,
+          "encoders, rows of the arch table: transformer, gmlp, amlp, mixer, fnet");
     visit("sizes", self.sizes, "preset sizes (tiny, mini, small, base): preset = <arch>-<size>");
     visit("sgu_variants", self.sgu_variants,
           "pretrain-only gMLP cells at the first size for the perplexity table (multiplicative, "

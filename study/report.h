@@ -44,7 +44,7 @@ struct CurvePoint {
 struct CellResult {
   std::string name;     // "gmlp-tiny", "gmlp-tiny-sgu-linear", "amlp-tiny-attn16"
   std::string encoder;  // results.csv's encoder: the arch, "amlp-attn16", "gmlp-sgu-linear"
-  std::string arch;     // transformer | gmlp | amlp | mixer
+  std::string arch;     // a row of the arch table (model/arch.h)
   std::string size;     // tiny | mini | small | base
   std::string sgu;      // gmlp/amlp: split | multiplicative | additive | linear; else ""
   int64_t params = 0;

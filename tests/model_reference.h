@@ -34,7 +34,7 @@ ReferenceBlock FindReferenceBlock(const std::string& arch);
 
 #define GMLP_REFERENCE_CONCAT_(a, b) a##b
 #define GMLP_REFERENCE_NAME_(line) GMLP_REFERENCE_CONCAT_(gmlp_reference_registered_, line)
-#define GMLP_REGISTER_REFERENCE_BLOCK(arch, block)                         \
+#define GMLP_REGISTER_REFERENCE_BLOCK(arch, block)                    \
   static const bool GMLP_REFERENCE_NAME_(__LINE__) [[maybe_unused]] = \
       ::gmlp::model::testing::RegisterReferenceBlock(arch, block)
 

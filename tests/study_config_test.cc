@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "data/manifest.h"
+#include "model/arch.h"
 #include "study/config.h"
 #include "study/study.h"
 
@@ -91,6 +92,18 @@ TEST(StudyConfigTest, DefaultsMeasureTheRightRows) {
   // The baseline is the ALiBi Transformer: learned positions stayed on the context-free floor.
   EXPECT_EQ(c.transformer_positions, std::vector<std::string>{"alibi"});
   EXPECT_EQ(BaselineEncoder(c), "transformer-alibi");
+}
+
+// --archs's help lists every row of the arch table, so a new encoder is not missing from it.
+TEST(StudyConfigTest, ArchsHelpNamesEveryArch) {
+  StudyConfig c;
+  std::string help;
+  StudyConfig::ForEachField(c, [&](const char* name, auto&, const char* text) {
+    if (std::string(name) == "archs") help = text;
+  });
+  for (const std::string& arch : model::ArchNames()) {
+    EXPECT_NE(help.find(arch), std::string::npos) << arch << " is not in: " << help;
+  }
 }
 
 // One Transformer cell per position scheme; the first is the baseline.
