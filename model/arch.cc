@@ -10,11 +10,12 @@ namespace gmlp::model {
 
 const std::vector<ArchSpec>& ArchTable() {
   static const auto* const kTable = new std::vector<ArchSpec>{
-      {"transformer", "Transformer", /*has_sgu=*/false, TransformerBlockSpec()},
-      {"gmlp", "gMLP", /*has_sgu=*/true, GmlpBlockSpec()},
-      {"amlp", "aMLP", /*has_sgu=*/true, GmlpBlockSpec()},  // + tiny attention (gmlp.h)
-      {"mixer", "MLP-Mixer", /*has_sgu=*/false, MixerBlockSpec()},
-      {"fnet", "FNet", /*has_sgu=*/false, FnetBlockSpec()},
+      // name, label, has_sgu, has_tiny_attention, has_position_schemes, block
+      {"transformer", "Transformer", false, false, true, TransformerBlockSpec()},
+      {"gmlp", "gMLP", true, false, false, GmlpBlockSpec()},
+      {"amlp", "aMLP", true, true, false, AmlpBlockSpec()},  // gMLP + tiny attention (gmlp.h)
+      {"mixer", "MLP-Mixer", false, false, false, MixerBlockSpec()},
+      {"fnet", "FNet", false, false, false, FnetBlockSpec()},
   };
   return *kTable;
 }

@@ -1,8 +1,8 @@
-// The arch table: every encoder architecture in one row (name, label, whether it has a Spatial
-// Gating Unit, and its block: constructor, checks, parameter and FLOP formulas). Config
-// validation, the encoder factory, the parameter/FLOP counts, the study and its report all read
-// it, so a new encoder is a block file pair plus one row here (see model/README.md, "Adding an
-// encoder").
+// The arch table: every encoder architecture in one row (name, label, which of the knobs only
+// some archs read it reads, and its block: constructor, checks, parameter and FLOP formulas).
+// Config validation, the encoder factory, the parameter/FLOP counts, the study and its report all
+// read it, so a new encoder is a block file pair plus one row here (see model/README.md, "Adding
+// an encoder").
 #ifndef GMLP_MODEL_ARCH_H_
 #define GMLP_MODEL_ARCH_H_
 
@@ -34,10 +34,14 @@ struct BlockSpec {
 };
 
 struct ArchSpec {
-  std::string name;   // EncoderConfig::arch, preset prefix ("gmlp" in "gmlp-tiny")
-  std::string label;  // for people: report tables and plot legends ("gMLP")
-  bool has_sgu;       // reads EncoderConfig::sgu (the gMLP family)
-  BlockSpec block;    // from the block's file (e.g. GmlpBlockSpec() in gmlp.cc)
+  std::string name;         // EncoderConfig::arch, preset prefix ("gmlp" in "gmlp-tiny")
+  std::string label;        // for people: report tables and plot legends ("gMLP")
+  bool has_sgu;             // reads EncoderConfig::sgu (the gMLP family)
+  bool has_tiny_attention;  // reads EncoderConfig::attn_size and attn_input (aMLP)
+  // reads EncoderConfig::position and pre_ln (the Transformer): the study runs one cell per
+  // position scheme
+  bool has_position_schemes;
+  BlockSpec block;  // from the block's file (e.g. GmlpBlockSpec() in gmlp.cc)
 };
 
 // Every architecture, in the order reports list them (the Transformer baseline first).

@@ -15,8 +15,8 @@
 namespace gmlp::model {
 
 struct EncoderConfig {
-  // A name in the arch table (model/arch.h): transformer | gmlp | amlp | mixer. "amlp" is gMLP
-  // with the tiny attention switched on (same code path, see gmlp.h).
+  // A name in the arch table (model/arch.h): transformer | gmlp | amlp | mixer | fnet. "amlp" is
+  // gMLP with the tiny attention switched on (same code path, see gmlp.h).
   std::string arch = "gmlp";
   int64_t vocab_size = 8192;
   int64_t max_seq_len = 128;    // n: the spatial projection is n x n; shorter inputs are allowed

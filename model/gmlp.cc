@@ -16,8 +16,8 @@ int64_t GateWidth(const EncoderConfig& config) {
   return config.sgu == "split" ? config.d_ffn / 2 : config.d_ffn;
 }
 
-GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
-    : config_(config), split_(config.sgu == "split"), tiny_attention_(config.arch == "amlp") {
+GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config, int64_t attn_size)
+    : config_(config), split_(config.sgu == "split"), attn_size_(attn_size) {
   const int64_t d = config.d_model, f = config.d_ffn, g = GateWidth(config);
   const int64_t n_max = config.max_seq_len;
   const double std = config.init_std;
@@ -35,10 +35,10 @@ GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config)
       register_parameter("spatial_weight", torch::empty({n_max, n_max}).uniform_(-eps, eps));
   spatial_bias_ = register_parameter("spatial_bias", torch::ones({n_max}));
   out_ = register_module("out", Dense(g, d, std));
-  if (tiny_attention_) {
+  if (attn_size_ > 0) {
     const int64_t in = config.attn_input == "block" ? d : f;
-    attn_qkv_ = register_module("attn_qkv", Dense(in, 3 * config.attn_size, std));
-    attn_out_ = register_module("attn_out", Dense(config.attn_size, g, std));
+    attn_qkv_ = register_module("attn_qkv", Dense(in, 3 * attn_size_, std));
+    attn_out_ = register_module("attn_out", Dense(attn_size_, g, std));
   }
 }
 
@@ -64,12 +64,12 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
     // Z1 and Z2 are materialized only when the expanded attention reads them; otherwise
     // LinearGeluNorm goes from U2 x to LayerNorm(Z2), and LinearGelu from U1 x to Z1 * gate, each
     // in one step.
-    const bool expanded_attention = tiny_attention_ && config_.attn_input != "block";
+    const bool expanded_attention = attn_size_ > 0 && config_.attn_input != "block";
     const torch::Tensor z2_NG = expanded_attention ? LinearGelu(in_z2_, h_ND) : torch::Tensor();
     const torch::Tensor z1_NG = expanded_attention ? LinearGelu(in_z1_, h_ND) : torch::Tensor();
     torch::Tensor gate_NG = SpatialProjection(
         expanded_attention ? sgu_norm_(z2_NG) : LinearGeluNorm(in_z2_, h_ND, sgu_norm_), batch);
-    if (tiny_attention_) {
+    if (attn_size_ > 0) {
       torch::Tensor qkv_N3A;
       if (!expanded_attention) {
         qkv_N3A = attn_qkv_(h_ND);
@@ -86,7 +86,7 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   } else {
     const torch::Tensor z_NF = LinearGelu(in_z_, h_ND);
     torch::Tensor gate_NF = SpatialProjection(sgu_norm_(z_NF), batch);
-    if (tiny_attention_) {
+    if (attn_size_ > 0) {
       gate_NF =
           gate_NF + TinyAttention(attn_qkv_(config_.attn_input == "block" ? h_ND : z_NF), batch);
     }
@@ -103,6 +103,19 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
 
 namespace {
 
+// The tiny attention's width in the gMLP row (none) and in the aMLP row (attn_size); everything
+// below reads it, never the arch's name.
+template <bool kAmlp>
+int64_t AttnSize(const EncoderConfig& c) {
+  return kAmlp ? c.attn_size : 0;
+}
+
+template <bool kAmlp>
+std::shared_ptr<EncoderBlockImpl> MakeGmlpBlock(const EncoderConfig& c) {
+  return std::make_shared<GmlpBlockImpl>(c, AttnSize<kAmlp>(c));
+}
+
+template <bool kAmlp>
 absl::Status Validate(const EncoderConfig& c) {
   if (c.sgu == "split" && c.d_ffn % 2 != 0) {
     return InvalidConfig(absl::StrCat("sgu=split halves Z, so d_ffn must be even, got ", c.d_ffn));
@@ -110,7 +123,7 @@ absl::Status Validate(const EncoderConfig& c) {
   if (!(c.sgu_init_eps >= 0.0)) {
     return InvalidConfig(absl::StrCat("sgu_init_eps must be >= 0, got ", c.sgu_init_eps));
   }
-  if (c.arch == "amlp") GMLP_RETURN_IF_ERROR(CheckPositive("attn_size", c.attn_size));
+  if (kAmlp) GMLP_RETURN_IF_ERROR(CheckPositive("attn_size", c.attn_size));
   return absl::OkStatus();
 }
 
@@ -118,42 +131,44 @@ int64_t AttnInputWidth(const EncoderConfig& c) {
   return c.attn_input == "block" ? c.d_model : c.d_ffn;
 }
 
+template <bool kAmlp>
 int64_t BlockParams(const EncoderConfig& c) {
   const int64_t d = c.d_model, f = c.d_ffn, g = GateWidth(c), n_max = c.max_seq_len;
+  const int64_t a = AttnSize<kAmlp>(c);
   // norm; U (as in_z1 + in_z2 for split: 2 (d g + g) = d f + f, the same count); sgu_norm;
   // W (n_max^2) and b (n_max); V (g -> d); aMLP: attn_qkv (in -> 3a), attn_out (a -> g).
   int64_t params = LayerNormParams(d) + LinearParams(d, f) + LayerNormParams(g) + n_max * n_max +
                    n_max + LinearParams(g, d);
-  if (c.arch == "amlp") {
-    params += LinearParams(AttnInputWidth(c), 3 * c.attn_size) + LinearParams(c.attn_size, g);
-  }
+  if (a > 0) params += LinearParams(AttnInputWidth(c), 3 * a) + LinearParams(a, g);
   return params;
 }
 
+template <bool kAmlp>
 double BlockFlops(const EncoderConfig& c, double n) {
   const double d = c.d_model, f = c.d_ffn, g = static_cast<double>(GateWidth(c));
+  const double a = static_cast<double>(AttnSize<kAmlp>(c));
   // U: 2 d f. Spatial projection W (n x n) on g channels: 2 n g per token. V: 2 g d.
   double flops = 2.0 * d * f + 2.0 * n * g + 2.0 * g * d;
-  if (c.arch == "amlp") {
-    const double a = c.attn_size, in = static_cast<double>(AttnInputWidth(c));
+  if (a > 0) {
+    const double in = static_cast<double>(AttnInputWidth(c));
     // q,k,v: 2 in 3a. Scores and probs @ v: 2 n a each. Output projection: 2 a g.
     flops += 6.0 * in * a + 4.0 * n * a + 2.0 * a * g;
   }
   return flops;
 }
 
-}  // namespace
-
 // No position embeddings (the spatial projection is position-aware); a final LayerNorm.
-BlockSpec GmlpBlockSpec() {
+template <bool kAmlp>
+BlockSpec Spec() {
   return {
-      &MakeBlock<GmlpBlockImpl>,
-      &NoPositionEmbeddings,
-      &AlwaysFinalNorm,
-      &Validate,
-      &BlockParams,
-      &BlockFlops,
+      &MakeGmlpBlock<kAmlp>, &NoPositionEmbeddings, &AlwaysFinalNorm,
+      &Validate<kAmlp>,      &BlockParams<kAmlp>,   &BlockFlops<kAmlp>,
   };
 }
+
+}  // namespace
+
+BlockSpec GmlpBlockSpec() { return Spec<false>(); }
+BlockSpec AmlpBlockSpec() { return Spec<true>(); }
 
 }  // namespace gmlp::model

@@ -1,5 +1,5 @@
 // gMLP and aMLP encoders ("Pay Attention to MLPs", Liu, Dai, So, Le 2021). aMLP is gMLP with
-// the tiny attention switched on (config.arch == "amlp"), not a copy.
+// the tiny attention switched on (a width attn_size > 0, which the aMLP row passes), not a copy.
 //
 // Shape legend: B batch, n length (<= max_seq_len), d d_model, f d_ffn, g gate width (f/2 for
 // the split SGU, f otherwise), a attn_size, N = n*B rows of the sequence-major layout.
@@ -38,7 +38,9 @@ int64_t GateWidth(const EncoderConfig& config);
 // spatial_bias (n_max), out (g -> d) and, for aMLP, attn_qkv (in -> 3a), attn_out (a -> g).
 class GmlpBlockImpl : public EncoderBlockImpl {
  public:
-  explicit GmlpBlockImpl(const EncoderConfig& config);
+  // attn_size: the tiny attention's width a, 0 for none (gMLP). The arch table's rows pass it:
+  // 0 for gmlp, config.attn_size for amlp.
+  GmlpBlockImpl(const EncoderConfig& config, int64_t attn_size);
   Residual forward(const Residual& in, const SeqBatch& batch) override;
 
   // W[:n,:n] @ v + b for v = LayerNorm(Z2) (N, g) with its padded rows zeroed: the spatial
@@ -51,7 +53,7 @@ class GmlpBlockImpl : public EncoderBlockImpl {
  private:
   EncoderConfig config_;
   bool split_;
-  bool tiny_attention_;
+  int64_t attn_size_;
   LayerNorm norm_{nullptr};
   Dense in_z1_{nullptr}, in_z2_{nullptr}, in_z_{nullptr};
   LayerNorm sgu_norm_{nullptr};
@@ -61,8 +63,10 @@ class GmlpBlockImpl : public EncoderBlockImpl {
 };
 TORCH_MODULE(GmlpBlock);
 
-// The block's part of the gMLP/aMLP rows of the arch table (model/arch.h).
+// The block's part of the gMLP and the aMLP rows of the arch table (model/arch.h): the same block,
+// without and with the tiny attention of width config.attn_size.
 BlockSpec GmlpBlockSpec();
+BlockSpec AmlpBlockSpec();
 
 }  // namespace gmlp::model
 

@@ -107,8 +107,10 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
     pc.model = *std::move(model);
   }
   if (!sgu.empty()) pc.model.sgu = sgu;
-  if (pc.model.arch == "transformer") pc.model.pre_ln = c.transformer_pre_ln;
-  if (pc.model.arch == "amlp") pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[0]);
+  if (const model::ArchSpec* spec = model::FindArch(pc.model.arch); spec != nullptr) {
+    if (spec->has_position_schemes) pc.model.pre_ln = c.transformer_pre_ln;
+    if (spec->has_tiny_attention) pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[0]);
+  }
   pretrain::TrainConfig& t = pc.train;
   t.steps = c.pretrain_steps;
   t.global_batch = c.pretrain_batch;
@@ -132,10 +134,10 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
   for (const std::string& size : c.sizes) {
     for (const std::string& arch : c.archs) {
       const model::ArchSpec* spec = model::FindArch(arch);
-      const bool has_sgu = spec != nullptr && spec->has_sgu;
+      if (spec == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown arch ", arch));
       const std::string preset = absl::StrCat(arch, "-", size);
       GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, arch, size, ""));
-      if (arch == "transformer") {  // one cell per position scheme, the baseline's first
+      if (spec->has_position_schemes) {  // one cell per position scheme, the baseline's first
         for (const std::string& position : c.transformer_positions) {
           pc.model.position = position;
           const std::string name =
@@ -144,12 +146,12 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
         }
         continue;
       }
-      cells.push_back({preset, arch, arch, size, has_sgu ? "split" : "", pc, true});
-      if (arch != "amlp") continue;
+      cells.push_back({preset, arch, arch, size, spec->has_sgu ? "split" : "", pc, true});
+      if (!spec->has_tiny_attention) continue;
       for (size_t i = 1; i < c.amlp_attn_sizes.size(); ++i) {  // the other attention widths
         const std::string suffix = absl::StrCat("attn", c.amlp_attn_sizes[i]);
         pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[i]);
-        cells.push_back({absl::StrCat(preset, "-", suffix), absl::StrCat("amlp-", suffix), arch,
+        cells.push_back({absl::StrCat(preset, "-", suffix), absl::StrCat(arch, "-", suffix), arch,
                          size, "split", pc, true});
       }
     }
@@ -883,7 +885,8 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
         "attention stays on the floor of a toy task that gMLP solves early).");
   }
   for (const CellSpec& c : cells) {
-    if (c.arch != "amlp" || !c.finetune) continue;
+    const model::ArchSpec* spec = model::FindArch(c.arch);
+    if (spec == nullptr || !spec->has_tiny_attention || !c.finetune) continue;
     ctx.notes.push_back(absl::StrFormat(
         "%s: tiny attention %d wide at d_model %d (1/%.0f; the paper's aMLPs use 64 at "
         "d_model 512-1024, 1/8-1/16)",

@@ -203,7 +203,7 @@ TEST(SguInitTest, ZeroSpatialWeightGivesPlainGatedFfn) {
   for (const char* sgu : {"split", "multiplicative", "additive", "linear"}) {
     EncoderConfig c = TinyConfig("gmlp", sgu);
     torch::manual_seed(5);
-    GmlpBlock block(c);
+    GmlpBlock block(c, /*attn_size=*/0);
     auto p = block->named_parameters();
     {
       torch::NoGradGuard no_grad;

@@ -55,7 +55,7 @@ inline std::vector<NamedConfig> AllTinyConfigs() {
     }
     for (const std::string& sgu : SguVariants()) {
       out.push_back({arch.name + "_" + sgu, TinyConfig(arch.name, sgu)});
-      if (arch.name != "amlp") continue;
+      if (!arch.has_tiny_attention) continue;
       EncoderConfig expanded = TinyConfig(arch.name, sgu);
       expanded.attn_input = "expanded";
       out.push_back({arch.name + "_expanded_" + sgu, expanded});

@@ -30,7 +30,7 @@ ARCH_TABLE: Dict[str, ArchSpec] = {
     "transformer": ArchSpec("Transformer", TransformerBlock,
                             lambda c: c.position == "learned", lambda c: c.pre_ln),
     "gmlp": ArchSpec("gMLP", GmlpBlock, lambda c: False, lambda c: True),
-    "amlp": ArchSpec("aMLP", GmlpBlock, lambda c: False, lambda c: True),
+    "amlp": ArchSpec("aMLP", lambda c: GmlpBlock(c, c.attn_size), lambda c: False, lambda c: True),
     "mixer": ArchSpec("token-mixing MLP", MixerBlock, lambda c: False, lambda c: True),
     "fnet": ArchSpec("FNet", FnetBlock, lambda c: True, lambda c: False),
 }

@@ -28,15 +28,16 @@ class GmlpBlock(nn.Module):
     """Parameters: norm, in_z1 + in_z2 (split) or in_z, sgu_norm, spatial_weight (n_max, n_max),
     spatial_bias (n_max), out, and for aMLP attn_qkv (-> 3a) and attn_out (a -> gate width)."""
 
-    def __init__(self, config: EncoderConfig):
+    def __init__(self, config: EncoderConfig, attn_size: int = 0):
+        """attn_size: the tiny attention's width, 0 for none (the gMLP row; aMLP's passes its own)."""
         super().__init__()
         d, f, g, n_max = config.d_model, config.d_ffn, config.gate_width, config.max_seq_len
         eps = config.layer_norm_eps
         self.sgu = config.sgu
         self.split = config.sgu == "split"
-        self.tiny_attention = config.arch == "amlp"
+        self.tiny_attention = attn_size > 0
         self.attn_input = config.attn_input
-        self.attn_size = config.attn_size
+        self.attn_size = attn_size
         self.norm = layer_norm(d, eps)
         if self.split:
             self.in_z1 = dense(d, g)
@@ -49,8 +50,8 @@ class GmlpBlock(nn.Module):
         self.out = dense(g, d)
         if self.tiny_attention:
             attn_in = d if config.attn_input == "block" else f
-            self.attn_qkv = dense(attn_in, 3 * config.attn_size)
-            self.attn_out = dense(config.attn_size, g)
+            self.attn_qkv = dense(attn_in, 3 * attn_size)
+            self.attn_out = dense(attn_size, g)
 
     def spatial_projection(self, v_BnG: torch.Tensor,
                            keep_Bn: Optional[torch.Tensor]) -> torch.Tensor:
