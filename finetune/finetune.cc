@@ -337,13 +337,9 @@ absl::StatusOr<TaskSpec> ResolveTask(const FinetuneJob& job) {
   return task;
 }
 
-std::string DefaultDataDir(const FinetuneJob& job) {
+std::string TaskDataDir(const FinetuneJob& job, const TaskSpec& task) {
   if (!job.data_dir.empty()) return job.data_dir;
-  if (job.task.empty()) return job.data_root;
-  auto t = GlueTask(job.task);
-  const std::string name = t.ok() ? t->name : job.task;
-  if (name == "RTE") return JoinPath(job.data_root, "nli/RTE");
-  return JoinPath(job.data_root, JoinPath("glue", name));
+  return task.data_dir.empty() ? job.data_root : ResolveDataPath(job.data_root, task.data_dir);
 }
 
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
@@ -438,7 +434,7 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
   if (given.output.empty()) {
     return absl::InvalidArgumentError("--output is empty; name a directory");
   }
-  const std::string data_dir = DefaultDataDir(given);
+  const std::string data_dir = TaskDataDir(given, task);
   GMLP_ASSIGN_OR_RETURN(EncoderSource encoder, LoadEncoderSource(given));
   // --max_len follows the encoder unless given.
   FinetuneJob job = given;

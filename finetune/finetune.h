@@ -19,10 +19,10 @@ namespace gmlp::finetune {
 struct FinetuneJob {
   std::string task;       // a GLUE task name (CoLA, SST-2, ..., MNLI, ...), or
   std::string task_spec;  // a task spec JSON file
-  // The shared data root: GLUE tasks default to <data_root>/glue/<task> (nli/RTE for RTE),
-  // task specs resolve their relative file names against it.
+  // The shared data root: a task's files are read from <data_root>/<its spec's data_dir> (the
+  // GLUE specs': glue/<task>, nli/RTE for RTE; a spec without one: data_root itself).
   std::string data_root = "../shared/data";
-  std::string data_dir;   // overrides the folder above (GLUE) or data_root (task spec)
+  std::string data_dir;   // overrides that folder
   std::string init;       // `gmlp pretrain` output or checkpoint, or exported weights
   std::string preset;     // only without init: train from scratch (loudly warned)
   std::string tokenizer;  // only without init: the SentencePiece .model to tokenize with
@@ -62,10 +62,11 @@ struct FinetuneJob {
     visit("task_spec", self.task_spec,
           "task spec JSON file describing any other dataset (e.g. finetune/tasks/SICK.json)");
     visit("data_root", self.data_root,
-          "the shared data root: GLUE tasks are read from <data_root>/glue/<task> (nli/RTE for "
-          "RTE), task specs resolve relative file names against it");
+          "the shared data root: a task's files are read from <data_root>/<its spec's "
+          "\"data_dir\"> (GLUE tasks: glue/<task>, nli/RTE for RTE; a spec without one: the "
+          "data root)");
     visit("data_dir", self.data_dir,
-          "overrides the task's folder (GLUE) or --data_root (task spec)");
+          "the folder of the task's files, instead of <data_root>/<its spec's \"data_dir\">");
     visit("init", self.init,
           "pretrained encoder: a `gmlp pretrain` output or checkpoint directory, or exported "
           "weights (a `gmlp export` folder, a .safetensors file it wrote, a Hugging Face BERT "
@@ -150,8 +151,8 @@ std::string SeedPredictionsDir(const std::string& output, uint64_t seed);
 // The name of the split select_from_train carves out of train.
 inline constexpr char kTrainHeldoutSplit[] = "train_heldout";
 
-// The directory the job's data files are read from (rules above).
-std::string DefaultDataDir(const FinetuneJob& job);
+// The directory `task`'s relative file names are read from (rules above).
+std::string TaskDataDir(const FinetuneJob& job, const TaskSpec& task);
 
 // Parses "1,2,3" into seeds.
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text);

@@ -27,143 +27,6 @@ const std::set<std::string>& KnownLayouts() {
   return *m;
 }
 
-// A GLUE TSV split with a header row.
-SplitSpec Tsv(std::string name, std::string file, std::string s1, std::string s2, std::string label,
-              std::string index = "") {
-  SplitSpec s;
-  s.name = std::move(name);
-  s.file = std::move(file);
-  s.sentence1 = std::move(s1);
-  s.sentence2 = std::move(s2);
-  s.label = std::move(label);
-  s.index = std::move(index);
-  return s;
-}
-
-SplitSpec TestTsv(std::string name, std::string file, std::string s1, std::string s2,
-                  std::string submission) {
-  SplitSpec s = Tsv(std::move(name), std::move(file), std::move(s1), std::move(s2), "", "index");
-  s.submission = std::move(submission);
-  return s;
-}
-
-// The GLUE task table. Column names are the real files' headers (checked against the GLUE
-// download); CoLA's train/dev have no header, so their columns are numbers.
-std::vector<TaskSpec> BuildGlueTable() {
-  std::vector<TaskSpec> t;
-  {
-    TaskSpec c;
-    c.name = "CoLA";
-    c.labels = {"0", "1"};
-    c.metrics = {"mcc"};
-    // source <TAB> label <TAB> original mark <TAB> sentence; no header.
-    c.train = Tsv("train", "train.tsv", "3", "", "1");
-    c.train.header = false;
-    SplitSpec dev = Tsv("dev", "dev.tsv", "3", "", "1");
-    dev.header = false;
-    c.eval = {dev};
-    c.test = {TestTsv("test", "test.tsv", "sentence", "", "CoLA.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "SST-2";
-    c.labels = {"0", "1"};
-    c.metrics = {"accuracy"};
-    c.train = Tsv("train", "train.tsv", "sentence", "", "label");
-    c.eval = {Tsv("dev", "dev.tsv", "sentence", "", "label")};
-    c.test = {TestTsv("test", "test.tsv", "sentence", "", "SST-2.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "MRPC";
-    c.labels = {"0", "1"};
-    c.metrics = {"f1", "accuracy"};
-    c.train = Tsv("train", "train.tsv", "#1 String", "#2 String", "Quality");
-    c.eval = {Tsv("dev", "dev.tsv", "#1 String", "#2 String", "Quality")};
-    c.test = {TestTsv("test", "test.tsv", "#1 String", "#2 String", "MRPC.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "QQP";
-    c.labels = {"0", "1"};
-    c.metrics = {"f1", "accuracy"};
-    c.train = Tsv("train", "train.tsv", "question1", "question2", "is_duplicate", "id");
-    c.eval = {Tsv("dev", "dev.tsv", "question1", "question2", "is_duplicate", "id")};
-    SplitSpec test = TestTsv("test", "test.tsv", "question1", "question2", "QQP.tsv");
-    test.index = "id";
-    c.test = {test};
-    c.skip_malformed_rows = true;
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "STS-B";
-    c.metrics = {"pearson", "spearman"};
-    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "score", "index");
-    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "score", "index")};
-    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "STS-B.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "MNLI";
-    c.labels = {"contradiction", "entailment", "neutral"};
-    c.metrics = {"accuracy"};
-    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "gold_label", "index");
-    c.eval = {
-        Tsv("dev_matched", "dev_matched.tsv", "sentence1", "sentence2", "gold_label", "index"),
-        Tsv("dev_mismatched", "dev_mismatched.tsv", "sentence1", "sentence2", "gold_label",
-            "index")};
-    SplitSpec ax =
-        TestTsv("diagnostic", "../diagnostic/diagnostic.tsv", "sentence1", "sentence2", "AX.tsv");
-    ax.optional = true;
-    c.test = {
-        TestTsv("test_matched", "test_matched.tsv", "sentence1", "sentence2", "MNLI-m.tsv"),
-        TestTsv("test_mismatched", "test_mismatched.tsv", "sentence1", "sentence2", "MNLI-mm.tsv"),
-        ax};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "QNLI";
-    c.labels = {"entailment", "not_entailment"};
-    c.metrics = {"accuracy"};
-    c.train = Tsv("train", "train.tsv", "question", "sentence", "label", "index");
-    c.eval = {Tsv("dev", "dev.tsv", "question", "sentence", "label", "index")};
-    c.test = {TestTsv("test", "test.tsv", "question", "sentence", "QNLI.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "RTE";
-    c.labels = {"entailment", "not_entailment"};
-    c.metrics = {"accuracy"};
-    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "label", "index");
-    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "label", "index")};
-    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "RTE.tsv")};
-    t.push_back(c);
-  }
-  {
-    TaskSpec c;
-    c.name = "WNLI";
-    c.labels = {"0", "1"};
-    c.metrics = {"accuracy"};
-    c.train = Tsv("train", "train.tsv", "sentence1", "sentence2", "label", "index");
-    c.eval = {Tsv("dev", "dev.tsv", "sentence1", "sentence2", "label", "index")};
-    c.test = {TestTsv("test", "test.tsv", "sentence1", "sentence2", "WNLI.tsv")};
-    t.push_back(c);
-  }
-  return t;
-}
-
-const std::vector<TaskSpec>& GlueTable() {
-  static const auto* t = new std::vector<TaskSpec>(BuildGlueTable());
-  return *t;
-}
-
 absl::Status CheckSplit(const TaskSpec& task, const SplitSpec& s, bool needs_label) {
   const std::string where = absl::StrCat("task '", task.name, "', split '", s.name, "'");
   if (s.name.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": split has no name"));
@@ -363,6 +226,7 @@ nlohmann::json TaskSpec::ToJson() const {
   j["test"] = nlohmann::json::array();
   for (const SplitSpec& s : test) j["test"].push_back(s.ToJson());
   if (skip_malformed_rows) j["skip_malformed_rows"] = true;
+  if (!data_dir.empty()) j["data_dir"] = data_dir;
   return j;
 }
 
@@ -373,7 +237,7 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
   static const std::set<std::string> kKeys = {
       "name",   "labels",     "metrics",   "train",     "eval",  "test",  "skip_malformed_rows",
       "layout", "header",     "sentence1", "sentence2", "label", "index", "split_column",
-      "file",   "description"};
+      "file",   "description", "data_dir"};
   for (const auto& [key, value] : j.items()) {
     if (!kKeys.count(key)) {
       return absl::InvalidArgumentError(
@@ -384,6 +248,7 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
   SplitSpec defaults;
   try {
     t.name = j.value("name", std::string());
+    t.data_dir = j.value("data_dir", std::string());
     if (j.contains("labels")) t.labels = j.at("labels").get<std::vector<std::string>>();
     if (j.contains("metrics")) t.metrics = j.at("metrics").get<std::vector<std::string>>();
     t.skip_malformed_rows = j.value("skip_malformed_rows", false);
@@ -425,21 +290,6 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
   absl::Status st = t.Validate();
   if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", st.message()));
   return t;
-}
-
-absl::StatusOr<TaskSpec> GlueTask(absl::string_view name) {
-  for (const TaskSpec& t : GlueTable()) {
-    if (absl::EqualsIgnoreCase(t.name, name)) return t;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown GLUE task '", name, "'; known: ", absl::StrJoin(GlueTaskNames(), ", "),
-                   " (or describe your data with --task_spec=file.json)"));
-}
-
-std::vector<std::string> GlueTaskNames() {
-  std::vector<std::string> names;
-  for (const TaskSpec& t : GlueTable()) names.push_back(t.name);
-  return names;
 }
 
 absl::StatusOr<TaskSpec> SecondSegmentOnly(TaskSpec task) {

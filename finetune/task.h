@@ -1,7 +1,7 @@
 // Task descriptions for finetuning: where each split's examples live, how to read them (layout,
-// columns), the label set (or regression) and the metrics. The nine GLUE tasks are rows of a
-// built-in table; any other dataset is described by a JSON task spec with the same fields
-// (see finetune/README.md). Torch-free.
+// columns), the label set (or regression) and the metrics, read from a JSON task spec (see
+// finetune/README.md). The nine GLUE tasks are the specs of finetune/tasks/glue/, compiled in
+// (glue.cc); any other dataset is a spec file of the same form. Torch-free.
 #ifndef GMLP_FINETUNE_TASK_H_
 #define GMLP_FINETUNE_TASK_H_
 
@@ -41,6 +41,9 @@ struct SplitSpec {
 
 struct TaskSpec {
   std::string name;
+  // The folder of the splits' relative file names, relative to the data root (--data_root)
+  // unless absolute; empty = the data root itself. --data_dir replaces it.
+  std::string data_dir;
   // Class labels as they appear in the data (matched case-insensitively, so "NEUTRAL" in SICK
   // equals "neutral" in MNLI); empty = regression on a numeric label.
   std::vector<std::string> labels;
@@ -67,9 +70,9 @@ struct TaskSpec {
   static absl::StatusOr<TaskSpec> FromJson(const nlohmann::json& j, absl::string_view origin);
 };
 
-// The GLUE task table: CoLA, SST-2, MRPC, QQP, STS-B, MNLI, QNLI, RTE, WNLI (case-insensitive;
-// "MNLI-m"/"MNLI-mm" are not names: MNLI evaluates both). Files are relative to the task's
-// GLUE folder (e.g. glue_data/SST-2).
+// The GLUE task table (glue.cc): CoLA, SST-2, MRPC, QQP, STS-B, MNLI, QNLI, RTE, WNLI
+// (case-insensitive; "MNLI-m"/"MNLI-mm" are not names: MNLI evaluates both). Each task's data_dir
+// is its folder under the shared data root (glue/<task>; nli/RTE for RTE).
 absl::StatusOr<TaskSpec> GlueTask(absl::string_view name);
 std::vector<std::string> GlueTaskNames();
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "finetune/encode.h"
@@ -477,11 +478,65 @@ TEST_F(ReaderTest, TaskSpecSplitErrorsNameTheJsonPath) {
 
 TEST_F(ReaderTest, ShippedTaskSpecsParse) {
   const std::string dir = GMLP_SOURCE_DIR "/finetune/tasks";
-  for (const char* name :
-       {"MNLI-like.json", "SICK.json", "SNLI-subset.json", "MNLI-subset.json", "RTE.json"}) {
+  int parsed = 0;
+  for (const std::string& name : ListDir(dir)) {
+    if (!absl::EndsWith(name, ".json")) continue;
     auto t = LoadTaskSpec(JoinPath(dir, name));
     EXPECT_TRUE(t.ok()) << name << ": " << t.status();
+    ++parsed;
   }
+  EXPECT_GE(parsed, 4);
+}
+
+// The GLUE tasks are the spec files of finetune/tasks/glue/, compiled in: the built-in table is
+// exactly those files (one per task, none missing from the build's list, none stale), and each
+// names its folder under the data root.
+TEST_F(ReaderTest, GlueTasksAreTheShippedSpecFiles) {
+  const std::string dir = GMLP_SOURCE_DIR "/finetune/tasks/glue";
+  std::vector<std::string> files;
+  for (const std::string& name : ListDir(dir)) {
+    if (absl::EndsWith(name, ".json")) files.push_back(name);
+  }
+  std::vector<std::string> names = GlueTaskNames();
+  EXPECT_EQ(files.size(), names.size());
+  for (const std::string& name : names) {
+    auto file = LoadTaskSpec(JoinPath(dir, name + ".json"));
+    ASSERT_TRUE(file.ok()) << file.status();
+    EXPECT_EQ(Glue(name).ToJson(), file->ToJson()) << name;
+    EXPECT_EQ(file->data_dir, name == "RTE" ? "nli/RTE" : "glue/" + name);
+  }
+  // What the table held when it was C++ (before 2026-12-05; all nine tasks compared equal then),
+  // spot-checked.
+  const TaskSpec cola = Glue("CoLA");
+  EXPECT_FALSE(cola.train.header);
+  EXPECT_EQ(cola.train.sentence1, "3");
+  EXPECT_EQ(cola.train.label, "1");
+  EXPECT_TRUE(cola.test.at(0).header);
+  EXPECT_EQ(cola.test.at(0).index, "index");
+  EXPECT_TRUE(Glue("QQP").skip_malformed_rows);
+  EXPECT_EQ(Glue("QQP").test.at(0).index, "id");
+  EXPECT_EQ(Glue("MRPC").train.index, "");
+  const TaskSpec mnli = Glue("MNLI");
+  ASSERT_EQ(mnli.test.size(), 3u);
+  EXPECT_TRUE(mnli.test[2].optional);
+  EXPECT_EQ(mnli.test[2].submission, "AX.tsv");
+}
+
+// A spec's data_dir is a folder under --data_root (or absolute); --data_dir replaces it.
+TEST(TaskDataDirTest, SpecFolderUnderTheRootAndTheFlagReplacesIt) {
+  FinetuneJob job;
+  job.data_root = "/data";
+  TaskSpec task;
+  EXPECT_EQ(TaskDataDir(job, task), "/data");
+  task.data_dir = "glue/SST-2";
+  EXPECT_EQ(TaskDataDir(job, task), "/data/glue/SST-2");
+  task.data_dir = "/elsewhere/SST-2";
+  EXPECT_EQ(TaskDataDir(job, task), "/elsewhere/SST-2");
+  job.data_dir = "/mine";
+  EXPECT_EQ(TaskDataDir(job, task), "/mine");
+  auto bad = TaskSpec::FromJson(nlohmann::json::parse(R"({"name": "t", "data_dir": 3})"), "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("t.json"), std::string::npos) << bad.status();
 }
 
 TEST_F(ReaderTest, RealDataReadsWhenPresent) {
