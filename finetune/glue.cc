@@ -17,7 +17,8 @@ const std::vector<TaskSpec>& GlueTable() {
     for (const EmbeddedTaskSpec& spec : GlueTaskSpecTexts()) {
       // Shipped files, checked by tests/finetune_reader_test.cc: a failure here is a build of a
       // broken file, not a user's input.
-      const nlohmann::json j = nlohmann::json::parse(spec.json, nullptr, /*allow_exceptions=*/false);
+      const nlohmann::json j =
+          nlohmann::json::parse(spec.json, nullptr, /*allow_exceptions=*/false);
       absl::StatusOr<TaskSpec> task = TaskSpec::FromJson(j, spec.path);
       if (!task.ok()) {
         std::fprintf(stderr, "gmlp: the built-in GLUE task spec %s is broken: %s\n", spec.path,
