@@ -1,0 +1,31 @@
+// Running one cell of the study: pretraining (resumable, and recovered when an exported cell
+// lost its checkpoint), the held-out perplexity, then finetuning on every task with every seed,
+// each step skipped when its record is there; cell.json records the finished cell.
+#ifndef GMLP_STUDY_CELL_RUN_H_
+#define GMLP_STUDY_CELL_RUN_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "study/cells.h"
+#include "study/config.h"
+#include "study/data_stages.h"
+#include "study/progress.h"
+#include "study/report.h"
+
+namespace gmlp::study {
+
+// The cell's result when an earlier invocation finished every run asked for now.
+absl::StatusOr<std::optional<CellResult>> FinishedCell(const StudyConfig& config,
+                                                       const CellSpec& cell);
+
+// Runs (or reuses) one cell: pretraining, perplexity, finetuning; then writes cell.json.
+// `where` names the cell in progress lines ("cell 2/6 gmlp-tiny").
+absl::StatusOr<CellResult> RunCell(const StudyConfig& config, const StudyData& data,
+                                   const CellSpec& cell, const std::string& where,
+                                   const Progress& progress);
+
+}  // namespace gmlp::study
+
+#endif  // GMLP_STUDY_CELL_RUN_H_
