@@ -131,40 +131,44 @@ absl::StatusOr<model::InitWeights> InitFrom(const std::string& path, const data:
   return init;
 }
 
-}  // namespace
+// The run's model config completed from the shards (vocabulary, length) or --init, and the
+// checkpoint it continues from ("" for a fresh run), checked against --resume and the saved
+// config.
+struct ResolvedRun {
+  data::Manifest manifest;
+  std::optional<model::InitWeights> init;
+  std::string resume_from;
+};
 
-absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
-  GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
-  const bool rank0 = env.rank == 0;
-  TrainConfig& tc = config.train;
+absl::StatusOr<ResolvedRun> ResolveRun(PretrainConfig& config, ResumeMode resume,
+                                       const DistEnv& env) {
+  const TrainConfig& tc = config.train;
   if (tc.shard_dir.empty()) {
     return absl::InvalidArgumentError(
         "--shard_dir is empty; give the directory `gmlp prepare` wrote (it holds manifest.json)");
   }
   GMLP_RETURN_IF_ERROR(tc.Validate(config.origins));
   GMLP_RETURN_IF_ERROR(AccumulationSteps(tc, env.world_size, config.origins).status());
-  GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
+  ResolvedRun run;
+  GMLP_ASSIGN_OR_RETURN(run.manifest,
                         data::ReadManifest(JoinPath(tc.shard_dir, data::kManifestFile)));
-  config.model.vocab_size = manifest.vocab_size;
-  config.model.max_seq_len = manifest.seq_len;
-  std::optional<model::InitWeights> init;
+  config.model.vocab_size = run.manifest.vocab_size;
+  config.model.max_seq_len = run.manifest.seq_len;
   if (!tc.init.empty()) {
-    GMLP_ASSIGN_OR_RETURN(init, InitFrom(tc.init, manifest, tc.shard_dir));
-    config.model = init->config;
+    GMLP_ASSIGN_OR_RETURN(run.init, InitFrom(tc.init, run.manifest, tc.shard_dir));
+    config.model = run.init->config;
   }
-
-  std::string resume_from;
   if (resume == ResumeMode::kNever) {
     // Rank 0 alone looks: the others could see the files it starts writing.
-    if (rank0 && !ListDir(tc.out_dir).empty()) {
+    if (env.rank == 0 && !ListDir(tc.out_dir).empty()) {
       return absl::AlreadyExistsError(
           absl::StrCat(tc.out_dir,
                        ": not empty, and --resume=never starts afresh only in an empty --out_dir; "
                        "choose a new one, or --resume=auto to continue the run there"));
     }
   } else if (auto found = ResolveCheckpoint(tc.out_dir); found.ok()) {
-    resume_from = *found;
-    const std::string saved_path = JoinPath(resume_from, kConfigFile);
+    run.resume_from = *found;
+    const std::string saved_path = JoinPath(run.resume_from, kConfigFile);
     GMLP_ASSIGN_OR_RETURN(const nlohmann::json saved,
                           ReadJsonFile(saved_path, "resume from an older checkpoint"));
     if (!saved.is_object() || !saved.contains("model")) {
@@ -172,28 +176,23 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
           absl::StrCat(saved_path, ": malformed; resume from an older checkpoint"));
     }
     GMLP_RETURN_IF_ERROR(CheckSameRun(saved, config.ToJson(), saved_path));
-    if (rank0) {
+    if (env.rank == 0) {
       std::fprintf(stderr, "gmlp pretrain: continuing the run in %s from %s\n", tc.out_dir.c_str(),
-                   resume_from.c_str());
+                   run.resume_from.c_str());
     }
   }
   GMLP_RETURN_IF_ERROR(config.Validate());
-  kernels::SetPolicy(*kernels::ParsePolicy(tc.kernels));
-  const std::string tokenizer_model = FindTokenizer(manifest, tc.shard_dir);
-  if (rank0) {
-    std::fprintf(stderr, "gmlp pretrain: %d rank(s); config:\n%s\n", env.world_size,
-                 config.ToJson().dump(2).c_str());
-    if (tokenizer_model.empty()) {
-      std::fprintf(stderr,
-                   "gmlp pretrain: warning: tokenizer %s not found; checkpoints will lack "
-                   "tokenizer.model\n",
-                   manifest.tokenizer.c_str());
-    }
-  }
+  return run;
+}
 
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<Dist> dist,
-                        Dist::Connect(env, std::chrono::seconds(tc.dist_timeout_s)));
+// This rank's share of the training split, and the validation split (null when the shards have
+// none: no evaluation).
+struct Loaders {
+  std::unique_ptr<data::MlmLoader> train, valid;
+};
 
+absl::StatusOr<Loaders> OpenLoaders(const TrainConfig& tc, const data::Manifest& manifest,
+                                    const DistEnv& env) {
   data::LoaderOptions lo;
   lo.shard_dir = tc.shard_dir;
   lo.split = "train";
@@ -205,67 +204,110 @@ absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
   lo.masking.whole_word = tc.whole_word;
   lo.expected_tokenizer_checksum = manifest.tokenizer_checksum;
   lo.expected_seq_len = manifest.seq_len;
-  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<data::MlmLoader> train, data::MlmLoader::Open(lo));
-  std::unique_ptr<data::MlmLoader> valid;
+  Loaders loaders;
+  GMLP_ASSIGN_OR_RETURN(loaders.train, data::MlmLoader::Open(lo));
   if (manifest.Totals("valid").sequences > 0) {
     data::LoaderOptions vo = lo;
     vo.split = "valid";
     vo.shuffle = false;
     vo.prefetch = 0;
-    GMLP_ASSIGN_OR_RETURN(valid, data::MlmLoader::Open(vo));
-  } else if (rank0) {
+    GMLP_ASSIGN_OR_RETURN(loaders.valid, data::MlmLoader::Open(vo));
+  } else if (env.rank == 0) {
     std::fprintf(stderr, "gmlp pretrain: %s has no valid split; no evaluation\n",
                  tc.shard_dir.c_str());
   }
+  return loaders;
+}
 
-  // Every rank builds the same initial weights; rank 0's are broadcast anyway.
-  torch::manual_seed(tc.seed);
+// The model every rank builds alike (rank 0's weights are broadcast anyway): seeded, or --init's
+// weights on a fresh run, on this rank's device.
+absl::StatusOr<model::MlmModel> BuildModel(const PretrainConfig& config, const ResolvedRun& run,
+                                           const DistEnv& env, const torch::Device& device) {
+  const bool rank0 = env.rank == 0;
+  torch::manual_seed(config.train.seed);
   model::MlmModel mlm(config.model);
-  if (init && resume_from.empty()) {
-    const bool head = init->kind == model::kKindMlm;
+  if (run.init && run.resume_from.empty()) {
+    const bool head = run.init->kind == model::kKindMlm;
     if (head) {
-      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm, init->file));
+      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm, run.init->file));
     } else {
-      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm->encoder(), init->file, "encoder."));
+      GMLP_RETURN_IF_ERROR(model::LoadModuleFrom(*mlm->encoder(), run.init->file, "encoder."));
     }
     if (rank0) {
       std::fprintf(stderr, "gmlp pretrain: initialized from %s (%s format): encoder%s\n",
-                   tc.init.c_str(), init->format.c_str(),
+                   config.train.init.c_str(), run.init->format.c_str(),
                    head ? " and MLM head" : "; the MLM head starts fresh (a classifier's export)");
     }
   }
-  const torch::Device device = TrainingDevice(env);
   mlm->to(device);
   if (rank0 && !device.is_cpu()) {
     std::fprintf(stderr, "gmlp pretrain: training on %s (one GPU per rank, by LOCAL_RANK)\n",
                  device.str().c_str());
   }
+  return mlm;
+}
+
+TrainerOptions MakeTrainerOptions(const PretrainConfig& config, const data::Manifest& manifest,
+                                  const std::string& tokenizer_model, const torch::Device& device,
+                                  const DistEnv& env) {
   TrainerOptions to;
-  to.config = tc;
+  to.config = config.train;
   to.config_json = config.ToJson();
   // Recorded for people, never compared on resume (config.ToJson() has no such key).
   to.config_json[model::kMadeByKey] =
       nlohmann::json::parse(model::Provenance(device, env.world_size).dump());
   to.tokenizer_model = tokenizer_model;
-  to.flops_per_token = model::TrainingFlopsPerToken(config.model, manifest.seq_len, tc.mask_rate);
+  to.flops_per_token =
+      model::TrainingFlopsPerToken(config.model, manifest.seq_len, config.train.mask_rate);
   to.save_model = [](torch::nn::Module& m, const std::string& path) {
     return model::SaveModule(m, path);
   };
   to.load_model = [](torch::nn::Module& m, const std::string& path) {
     return model::LoadModule(m, path);
   };
+  return to;
+}
+
+void PrintStart(const PretrainConfig& config, const data::Manifest& manifest,
+                const std::string& tokenizer_model, const DistEnv& env) {
+  if (env.rank != 0) return;
+  std::fprintf(stderr, "gmlp pretrain: %d rank(s); config:\n%s\n", env.world_size,
+               config.ToJson().dump(2).c_str());
+  if (tokenizer_model.empty()) {
+    std::fprintf(stderr,
+                 "gmlp pretrain: warning: tokenizer %s not found; checkpoints will lack "
+                 "tokenizer.model\n",
+                 manifest.tokenizer.c_str());
+  }
+}
+
+}  // namespace
+
+absl::Status RunPretraining(PretrainConfig config, ResumeMode resume) {
+  GMLP_ASSIGN_OR_RETURN(const DistEnv env, DistEnvFromEnvironment());
+  GMLP_ASSIGN_OR_RETURN(const ResolvedRun run, ResolveRun(config, resume, env));
+  const TrainConfig& tc = config.train;
+  kernels::SetPolicy(*kernels::ParsePolicy(tc.kernels));
+  const std::string tokenizer_model = FindTokenizer(run.manifest, tc.shard_dir);
+  PrintStart(config, run.manifest, tokenizer_model, env);
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<Dist> dist,
+                        Dist::Connect(env, std::chrono::seconds(tc.dist_timeout_s)));
+  GMLP_ASSIGN_OR_RETURN(Loaders loaders, OpenLoaders(tc, run.manifest, env));
+  const torch::Device device = TrainingDevice(env);
+  GMLP_ASSIGN_OR_RETURN(model::MlmModel mlm, BuildModel(config, run, env, device));
   auto forward = [mlm](const model::EncoderInput& input,
                        const torch::Tensor& masked_index) mutable {
     return mlm->forward(input, masked_index);
   };
-  Trainer trainer(to, mlm.ptr(), forward, train.get(), valid.get(), dist.get());
+  Trainer trainer(MakeTrainerOptions(config, run.manifest, tokenizer_model, device, env), mlm.ptr(),
+                  forward, loaders.train.get(), loaders.valid.get(), dist.get());
   // A dead peer surfaces as the transport's own exception from whichever collective notices it
   // (Gloo's "Connection closed by peer" is not a c10::Error): give it the same clear line
   // whether the ranks came from --nproc, torchrun, srun or variables set by hand.
   try {
-    GMLP_RETURN_IF_ERROR(trainer.Init(resume_from));
+    GMLP_RETURN_IF_ERROR(trainer.Init(run.resume_from));
     absl::Status st = trainer.Run();
-    if (absl::IsCancelled(st) && rank0) {  // preempted, with a checkpoint: one line, from rank 0
+    if (absl::IsCancelled(st) && env.rank == 0) {  // preempted, with a checkpoint: one line
       std::fprintf(stderr, "gmlp pretrain: %s\n", std::string(st.message()).c_str());
     }
     return st;
