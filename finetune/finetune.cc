@@ -427,6 +427,96 @@ absl::StatusOr<FinetuneResult> FinetuneResult::FromJson(const nlohmann::json& j)
   return r;
 }
 
+namespace {
+
+// TensorBoard: each epoch as it ends, and each seed's best-epoch metrics (SeedScalars, from the
+// JSON results.json is made of). A rerun writes every seed again (a reused one from its
+// result.json) after a restart marker at step 0, so what earlier event files there hold is
+// dropped by TensorBoard, as results.json is replaced.
+class SeedEvents {
+ public:
+  static absl::StatusOr<SeedEvents> Open(const FinetuneJob& job) {
+    SeedEvents e;
+    if (const std::string dir = TensorboardDir(job); !dir.empty()) {
+      GMLP_ASSIGN_OR_RETURN(e.writer_, EventWriter::Open(dir));
+      GMLP_RETURN_IF_ERROR(e.writer_->WriteStart(0));
+    }
+    return e;
+  }
+  absl::Status Log(uint64_t seed, const nlohmann::json& seed_json) {
+    if (writer_ == nullptr) return absl::OkStatus();
+    for (const auto& [step, scalars] : SeedScalars(seed, seed_json)) {
+      GMLP_RETURN_IF_ERROR(writer_->WriteScalars(step, scalars));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<EventWriter> writer_;
+};
+
+// A seed an earlier invocation finished, from its result.json.
+absl::StatusOr<SeedRun> ReusedSeed(const TaskSpec& task, uint64_t seed,
+                                   const std::string& seed_json) {
+  GMLP_ASSIGN_OR_RETURN(nlohmann::json j,
+                        ReadJsonFile(seed_json, "delete it to run that seed again"));
+  auto read = SeedResult::FromJson(j);
+  if (!read.ok()) {
+    return absl::DataLossError(absl::StrCat(seed_json, ": ", read.status().message(),
+                                            "; delete it to run that seed again"));
+  }
+  SeedRun run;
+  run.result = *std::move(read);
+  run.result.resumed = true;
+  std::fprintf(stderr, "finetune %s: seed %llu finished earlier (%s), reused\n", task.name.c_str(),
+               static_cast<unsigned long long>(seed), seed_json.c_str());
+  return run;
+}
+
+// Trains one seed (its epochs logged as they end), then writes its eval predictions and, for a
+// job that resumes by seed, its result.json.
+absl::StatusOr<SeedRun> TrainSeed(const FinetuneJob& job, const TaskSpec& task,
+                                  const EncoderSource& encoder, const TaskData& data, uint64_t seed,
+                                  SeedEvents& events) {
+  const std::string seed_dir = SeedPredictionsDir(job.output, seed);
+  const auto t0 = std::chrono::steady_clock::now();
+  GMLP_ASSIGN_OR_RETURN(
+      SeedRun run,
+      FinetuneSeed(task, encoder.make, data.train, data.evals, data.tests, job.options, seed,
+                   [&](const EpochResult& er) {
+                     return events.Log(seed, {{"epochs", nlohmann::json::array({er.ToJson()})}});
+                   }));
+  run.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, run.result, seed_dir));
+  if (job.resume_seeds) {
+    GMLP_RETURN_IF_ERROR(
+        WriteFileAtomic(JoinPath(seed_dir, kSeedResultFile), run.result.ToJson().dump(2) + "\n"));
+  }
+  return run;
+}
+
+// The best seed's outputs: <output>/predictions (a reused seed's copied from its own folder,
+// where WriteEvalPredictions wrote them) and, with save_model, the model.
+absl::Status WriteBestSeed(const FinetuneJob& job, const TaskSpec& task, const TaskData& data,
+                           const EncoderSource& encoder, const SeedRun& best) {
+  GMLP_RETURN_IF_ERROR(MakeDirs(job.output));
+  if (best.result.resumed) {
+    const std::string from = SeedPredictionsDir(job.output, best.result.seed);
+    const std::string to = JoinPath(job.output, "predictions");
+    for (const SplitData& split : data.eval_raw) {
+      GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(JoinPath(from, split.name + ".tsv")));
+      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(to, split.name + ".tsv"), text));
+    }
+  } else {
+    GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
+  }
+  if (!job.save_model) return absl::OkStatus();
+  return SaveFinetunedModel(JoinPath(job.output, kModelDir), *best.classifier, encoder.config, task,
+                            job.options.max_len, encoder.tokenizer_path);
+}
+
+}  // namespace
+
 absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
   GMLP_RETURN_IF_ERROR(given.options.Validate());
   kernels::SetPolicy(*kernels::ParsePolicy(given.options.kernels));
@@ -446,87 +536,26 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
 
   // k seeds; the best (by eval[0]'s primary metric) is saved.
   const bool resume = job.resume_seeds && !job.save_model && data.tests.empty();
+  GMLP_ASSIGN_OR_RETURN(SeedEvents events, SeedEvents::Open(job));
   FinetuneResult result;
   result.task = task.name;
-  SeedRun best;
-  bool have_best = false;
-  // TensorBoard: each epoch as it ends, and each seed's best-epoch metrics (SeedScalars, from
-  // the JSON results.json is made of). A rerun writes every seed again (a reused one from its
-  // result.json) after a restart marker at step 0, so what earlier event files there hold is
-  // dropped by TensorBoard, as results.json is replaced.
-  std::unique_ptr<EventWriter> events;
-  if (const std::string dir = TensorboardDir(job); !dir.empty()) {
-    GMLP_ASSIGN_OR_RETURN(events, EventWriter::Open(dir));
-    GMLP_RETURN_IF_ERROR(events->WriteStart(0));
-  }
-  auto log_scalars = [&events](uint64_t seed, const nlohmann::json& seed_json) -> absl::Status {
-    if (events == nullptr) return absl::OkStatus();
-    for (const auto& [step, scalars] : SeedScalars(seed, seed_json)) {
-      GMLP_RETURN_IF_ERROR(events->WriteScalars(step, scalars));
-    }
-    return absl::OkStatus();
-  };
+  std::optional<SeedRun> best;
   for (uint64_t seed : job.seeds) {
-    const std::string seed_dir = SeedPredictionsDir(job.output, seed);
-    const std::string seed_json = JoinPath(seed_dir, kSeedResultFile);
-    SeedRun run;
-    if (resume && PathExists(seed_json)) {
-      GMLP_ASSIGN_OR_RETURN(nlohmann::json j,
-                            ReadJsonFile(seed_json, "delete it to run that seed again"));
-      auto read = SeedResult::FromJson(j);
-      if (!read.ok()) {
-        return absl::DataLossError(absl::StrCat(seed_json, ": ", read.status().message(),
-                                                "; delete it to run that seed again"));
-      }
-      run.result = *std::move(read);
-      run.result.resumed = true;
-      std::fprintf(stderr, "finetune %s: seed %llu finished earlier (%s), reused\n",
-                   task.name.c_str(), static_cast<unsigned long long>(seed), seed_json.c_str());
-    } else {
-      const auto t0 = std::chrono::steady_clock::now();
-      GMLP_ASSIGN_OR_RETURN(
-          run, FinetuneSeed(
-                   task, encoder.make, data.train, data.evals, data.tests, job.options, seed,
-                   [&](const EpochResult& er) {
-                     return log_scalars(seed, {{"epochs", nlohmann::json::array({er.ToJson()})}});
-                   }));
-      run.result.seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, run.result, seed_dir));
-      if (job.resume_seeds) {
-        GMLP_RETURN_IF_ERROR(WriteFileAtomic(seed_json, run.result.ToJson().dump(2) + "\n"));
-      }
-    }
+    const std::string seed_json = JoinPath(SeedPredictionsDir(job.output, seed), kSeedResultFile);
+    const bool reuse = resume && PathExists(seed_json);
+    GMLP_ASSIGN_OR_RETURN(SeedRun run, reuse ? ReusedSeed(task, seed, seed_json)
+                                             : TrainSeed(job, task, encoder, data, seed, events));
     nlohmann::json logged = run.result.ToJson();
-    if (!run.result.resumed) logged.erase("epochs");  // logged as they ended
-    GMLP_RETURN_IF_ERROR(log_scalars(seed, logged));
+    if (!reuse) logged.erase("epochs");  // logged as they ended
+    GMLP_RETURN_IF_ERROR(events.Log(seed, logged));
     result.seeds.push_back(run.result);
     result.seeds.back().predictions.clear();
-    if (!have_best || run.result.selection_score > best.result.selection_score) {
-      best = std::move(run);
-      have_best = true;
-    }
+    if (!best || run.result.selection_score > best->result.selection_score) best = std::move(run);
   }
-  result.best_seed = best.result.seed;
+  result.best_seed = best->result.seed;
   result.train_examples = static_cast<int64_t>(data.train.size());
   if (!task.is_regression()) result.majority_class_accuracy = MajorityClassAccuracy(data.evals);
-
-  GMLP_RETURN_IF_ERROR(MakeDirs(job.output));
-  if (best.result.resumed) {  // its files, as WriteEvalPredictions wrote them, stand for it
-    const std::string from = SeedPredictionsDir(job.output, best.result.seed);
-    const std::string to = JoinPath(job.output, "predictions");
-    for (const SplitData& split : data.eval_raw) {
-      GMLP_ASSIGN_OR_RETURN(const std::string text, ReadFile(JoinPath(from, split.name + ".tsv")));
-      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(to, split.name + ".tsv"), text));
-    }
-  } else {
-    GMLP_RETURN_IF_ERROR(WritePredictions(task, data, best.result, job.output));
-  }
-  if (job.save_model) {
-    GMLP_RETURN_IF_ERROR(SaveFinetunedModel(JoinPath(job.output, kModelDir), *best.classifier,
-                                            encoder.config, task, job.options.max_len,
-                                            encoder.tokenizer_path));
-  }
+  GMLP_RETURN_IF_ERROR(WriteBestSeed(job, task, data, encoder, *best));
   const nlohmann::json out = ResultsJson(job, task, data_dir, encoder.config, data, result);
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(job.output, kResultsFile), out.dump(2) + "\n"));
   LogSummary(task.name, out["summary"], result.seeds.size());
