@@ -20,114 +20,143 @@
 
 namespace gmlp::study {
 
-absl::Status StudyConfig::Validate() const {
-  // bad(key, value, what is wrong...): one line naming the key as its source set it.
-  auto bad = [this](const char* key, const nlohmann::json& value, auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
-  };
-  // A size is a tensor dimension: the model's bound (model/config.cc).
-  constexpr int64_t kMaxSize = int64_t{1} << 20;
-  if (output.empty()) return bad("output", output, " is empty");
-  if (archs.empty()) return bad("archs", archs, " is empty; name at least one encoder");
-  if (sizes.empty()) return bad("sizes", sizes, " is empty; name at least one size");
-  if (!kernels::ParsePolicy(pretrain_kernels)) {
-    return bad("pretrain_kernels", pretrain_kernels, " is not one of auto, aten");
-  }
-  for (const std::string& a : archs) {
-    for (const std::string& s : sizes) {
+namespace {
+
+// A size is a tensor dimension: the model's bound (model/config.cc).
+constexpr int64_t kMaxSize = int64_t{1} << 20;
+
+// One line naming `key` as its source set it (a --config file, --smoke or a flag), then `parts`.
+template <typename... Parts>
+absl::Status Bad(const StudyConfig& c, const char* key, const nlohmann::json& value,
+                 Parts&&... parts) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(c.origins.Subject(key, value), std::forward<Parts>(parts)...));
+}
+
+// The grid: encoders, sizes, SGU variants, Transformer positions and aMLP widths, tasks, seeds.
+absl::Status CheckGrid(const StudyConfig& c) {
+  auto bad = [&c](auto&&... args) { return Bad(c, args...); };
+  if (c.archs.empty()) return bad("archs", c.archs, " is empty; name at least one encoder");
+  if (c.sizes.empty()) return bad("sizes", c.sizes, " is empty; name at least one size");
+  for (const std::string& a : c.archs) {
+    for (const std::string& s : c.sizes) {
       auto p = model::Preset(absl::StrCat(a, "-", s));
       if (!p.ok()) {
-        return bad("archs", archs, " with ", origins.Mention("sizes", sizes), ": no preset '", a,
-                   "-", s, "' (", p.status().message(), ")");
+        return bad("archs", c.archs, " with ", c.origins.Mention("sizes", c.sizes), ": no preset '",
+                   a, "-", s, "' (", p.status().message(), ")");
       }
     }
   }
   const std::vector<std::string>& variants = model::SguVariants();
-  for (const std::string& v : sgu_variants) {
+  for (const std::string& v : c.sgu_variants) {
     if (std::find(variants.begin(), variants.end(), v) == variants.end()) {
-      return bad("sgu_variants", sgu_variants, ": '", v,
+      return bad("sgu_variants", c.sgu_variants, ": '", v,
                  "' is not one of split, multiplicative, additive, linear");
     }
   }
-  for (const std::string& t : tasks) {
+  for (const std::string& t : c.tasks) {
     if (absl::Status st = FindStudyTask(t).status(); !st.ok()) {
-      return bad("tasks", tasks, ": ", st.message());
+      return bad("tasks", c.tasks, ": ", st.message());
     }
   }
-  if (seeds.empty()) return bad("seeds", seeds, " is empty");
-  if (!(holdout_fraction > 0 && holdout_fraction < 0.5)) {
-    return bad("holdout_fraction", holdout_fraction, " must be in (0, 0.5)");
+  if (c.seeds.empty()) return bad("seeds", c.seeds, " is empty");
+  if (!(c.holdout_fraction > 0 && c.holdout_fraction < 0.5)) {
+    return bad("holdout_fraction", c.holdout_fraction, " must be in (0, 0.5)");
   }
-  if (transformer_positions.empty()) {
-    return bad("transformer_positions", transformer_positions,
+  if (c.transformer_positions.empty()) {
+    return bad("transformer_positions", c.transformer_positions,
                " is empty; name alibi, learned or both (the first is the baseline)");
   }
-  for (size_t i = 0; i < transformer_positions.size(); ++i) {
-    const std::string& p = transformer_positions[i];
+  for (size_t i = 0; i < c.transformer_positions.size(); ++i) {
+    const std::string& p = c.transformer_positions[i];
     const std::vector<std::string>& schemes = model::PositionSchemes();
     if (std::find(schemes.begin(), schemes.end(), p) == schemes.end()) {
-      return bad("transformer_positions", transformer_positions, ": '", p, "' is not one of ",
+      return bad("transformer_positions", c.transformer_positions, ": '", p, "' is not one of ",
                  absl::StrJoin(schemes, ", "));
     }
-    if (std::find(transformer_positions.begin(), transformer_positions.begin() + i, p) !=
-        transformer_positions.begin() + i) {
-      return bad("transformer_positions", transformer_positions, " names '", p, "' twice");
+    if (std::find(c.transformer_positions.begin(), c.transformer_positions.begin() + i, p) !=
+        c.transformer_positions.begin() + i) {
+      return bad("transformer_positions", c.transformer_positions, " names '", p, "' twice");
     }
   }
-  if (amlp_attn_sizes.empty())
-    return bad("amlp_attn_sizes", amlp_attn_sizes, " is empty; the paper's is 64");
-  for (const uint64_t a : amlp_attn_sizes) {
+  if (c.amlp_attn_sizes.empty())
+    return bad("amlp_attn_sizes", c.amlp_attn_sizes, " is empty; the paper's is 64");
+  for (const uint64_t a : c.amlp_attn_sizes) {
     if (a < 1 || a > static_cast<uint64_t>(kMaxSize)) {
-      return bad("amlp_attn_sizes", amlp_attn_sizes, ": ", a, " is not in [1, ", kMaxSize,
+      return bad("amlp_attn_sizes", c.amlp_attn_sizes, ": ", a, " is not in [1, ", kMaxSize,
                  "] (2^20)");
     }
   }
-  // Every cell's pretraining lr, pretrain_lr included when pretrain_lr_by_size covers every
-  // size: a config is checked whole, before any work.
-  if (!(pretrain_lr > 0 && pretrain_lr <= 1)) {
-    return bad("pretrain_lr", pretrain_lr, " must be in (0, 1]");
+  return absl::OkStatus();
+}
+
+// The pretraining recipe, every cell's lr included (pretrain_lr too when pretrain_lr_by_size
+// covers every size): a config is checked whole, before any work.
+absl::Status CheckPretraining(const StudyConfig& c) {
+  auto bad = [&c](auto&&... args) { return Bad(c, args...); };
+  if (!kernels::ParsePolicy(c.pretrain_kernels)) {
+    return bad("pretrain_kernels", c.pretrain_kernels, " is not one of auto, aten");
   }
-  for (size_t i = 0; i < pretrain_lr_by_size.size(); ++i) {
-    const std::string size = pretrain_lr_by_size[i].substr(0, pretrain_lr_by_size[i].find('='));
-    GMLP_RETURN_IF_ERROR(PretrainLr(size).status());
-    if (!model::Preset(absl::StrCat(archs.front(), "-", size)).ok()) {
-      return bad("pretrain_lr_by_size", pretrain_lr_by_size, ": no size '", size, "' (no preset '",
-                 archs.front(), "-", size, "')");
+  if (!(c.pretrain_lr > 0 && c.pretrain_lr <= 1)) {
+    return bad("pretrain_lr", c.pretrain_lr, " must be in (0, 1]");
+  }
+  for (size_t i = 0; i < c.pretrain_lr_by_size.size(); ++i) {
+    const std::string size = c.pretrain_lr_by_size[i].substr(0, c.pretrain_lr_by_size[i].find('='));
+    GMLP_RETURN_IF_ERROR(c.PretrainLr(size).status());
+    if (!model::Preset(absl::StrCat(c.archs.front(), "-", size)).ok()) {
+      return bad("pretrain_lr_by_size", c.pretrain_lr_by_size, ": no size '", size,
+                 "' (no preset '", c.archs.front(), "-", size, "')");
     }
     for (size_t k = 0; k < i; ++k) {
-      if (absl::StartsWith(pretrain_lr_by_size[k], size + "=")) {
-        return bad("pretrain_lr_by_size", pretrain_lr_by_size, " names size '", size, "' twice");
+      if (absl::StartsWith(c.pretrain_lr_by_size[k], size + "=")) {
+        return bad("pretrain_lr_by_size", c.pretrain_lr_by_size, " names size '", size, "' twice");
       }
     }
   }
-  if (pretrain_steps < 1) return bad("pretrain_steps", pretrain_steps, " must be >= 1");
-  if (pretrain_batch < 1 || pretrain_batch > kMaxSize) {
-    return bad("pretrain_batch", pretrain_batch, " must be in [1, ", kMaxSize, "] (2^20)");
+  if (c.pretrain_steps < 1) return bad("pretrain_steps", c.pretrain_steps, " must be >= 1");
+  if (c.pretrain_batch < 1 || c.pretrain_batch > kMaxSize) {
+    return bad("pretrain_batch", c.pretrain_batch, " must be in [1, ", kMaxSize, "] (2^20)");
   }
-  if (pretrain_warmup < 0) return bad("pretrain_warmup", pretrain_warmup, " must be >= 0");
-  if (ppl_batches < 1) return bad("ppl_batches", ppl_batches, " must be >= 1");
-  if (curve_points < 1) return bad("curve_points", curve_points, " must be >= 1");
-  if (corpus_mb < 0) return bad("corpus_mb", corpus_mb, " must be >= 0 (0 = all)");
-  if (vocab_size < 8) return bad("vocab_size", vocab_size, " must be >= 8");
-  if (seq_len < 8 || seq_len > kMaxSize) {
-    return bad("seq_len", seq_len, " must be in [8, ", kMaxSize, "] (2^20)");
+  if (c.pretrain_warmup < 0) return bad("pretrain_warmup", c.pretrain_warmup, " must be >= 0");
+  if (c.ppl_batches < 1) return bad("ppl_batches", c.ppl_batches, " must be >= 1");
+  if (c.curve_points < 1) return bad("curve_points", c.curve_points, " must be >= 1");
+  return absl::OkStatus();
+}
+
+// The corpus, tokenizer, shards and probe.
+absl::Status CheckData(const StudyConfig& c) {
+  auto bad = [&c](auto&&... args) { return Bad(c, args...); };
+  if (c.corpus_mb < 0) return bad("corpus_mb", c.corpus_mb, " must be >= 0 (0 = all)");
+  if (c.vocab_size < 8) return bad("vocab_size", c.vocab_size, " must be >= 8");
+  if (c.seq_len < 8 || c.seq_len > kMaxSize) {
+    return bad("seq_len", c.seq_len, " must be in [8, ", kMaxSize, "] (2^20)");
   }
   // The probe's own bounds (study/probe.cc ProbeOptions::Validate), named as the study's keys.
   for (const auto& [key, n] :
-       {std::pair<const char*, int64_t>{"probe_train_examples", probe_train_examples},
-        {"probe_dev_examples", probe_dev_examples},
-        {"probe_test_examples", probe_test_examples}}) {
+       {std::pair<const char*, int64_t>{"probe_train_examples", c.probe_train_examples},
+        {"probe_dev_examples", c.probe_dev_examples},
+        {"probe_test_examples", c.probe_test_examples}}) {
     if (n < 2) return bad(key, n, " must be >= 2");
   }
-  if (probe_max_sentence_bytes != 0 && probe_max_sentence_bytes < 8) {
-    return bad("probe_max_sentence_bytes", probe_max_sentence_bytes,
+  if (c.probe_max_sentence_bytes != 0 && c.probe_max_sentence_bytes < 8) {
+    return bad("probe_max_sentence_bytes", c.probe_max_sentence_bytes,
                " must be >= 8 (or 0: --max_len - 8)");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status StudyConfig::Validate() const {
+  if (output.empty()) return Bad(*this, "output", output, " is empty");
+  GMLP_RETURN_IF_ERROR(CheckGrid(*this));
+  GMLP_RETURN_IF_ERROR(CheckPretraining(*this));
+  GMLP_RETURN_IF_ERROR(CheckData(*this));
   if (max_train_examples < 0) {
-    return bad("max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
+    return Bad(*this, "max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
   }
   if (max_eval_examples < 0) {
-    return bad("max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
+    return Bad(*this, "max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
   }
   if (finetune.max_len > seq_len && shards.empty()) {
     return absl::InvalidArgumentError(
