@@ -114,8 +114,10 @@ absl::StatusOr<std::string> WriteShard(const std::string& path, const ShardMeta&
   return Crc32Hex(Crc32Of(buf));
 }
 
-absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
-                                                               const ShardExpectations& expect) {
+namespace {
+
+// The shard file mapped read-only: (start, bytes). The file must hold at least a header.
+absl::StatusOr<std::pair<const uint8_t*, size_t>> MapShard(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -145,12 +147,21 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
   if (map == MAP_FAILED) {
     return absl::UnknownError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
   }
-  std::unique_ptr<ShardReader> reader(new ShardReader());
-  reader->path_ = path;
-  reader->map_ = static_cast<const uint8_t*>(map);
-  reader->map_bytes_ = static_cast<size_t>(file_bytes);
-  const uint8_t* p = reader->map_;
+  return std::make_pair(static_cast<const uint8_t*>(map), static_cast<size_t>(file_bytes));
+}
 
+// Where the header says the chunk table and the payload are.
+struct ShardLayout {
+  int64_t num_chunks = 0;
+  uint32_t table_crc = 0;
+  int64_t payload_offset = 0;
+  int64_t payload_bytes = 0;
+};
+
+// The header of the mapped shard `p` (file_bytes long): magic, checksum, version, fields, and
+// the size they promise. Fills `meta`.
+absl::StatusOr<ShardLayout> ReadHeader(const std::string& path, const uint8_t* p,
+                                       int64_t file_bytes, ShardMeta& meta) {
   if (std::memcmp(p, kShardMagic, sizeof(kShardMagic)) != 0) {
     return absl::DataLossError(absl::StrCat(
         path,
@@ -171,14 +182,14 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
         absl::StrCat(path, ": byte offset 8: shard format version ", version, ", this gmlp reads ",
                      kShardFormatVersion, "; re-run `gmlp prepare` with this gmlp"));
   }
-  ShardMeta& meta = reader->meta_;
   meta.seq_len = Get<uint32_t>(p, 16);
   meta.token_bytes = Get<uint32_t>(p, 20);
   meta.num_sequences = static_cast<int64_t>(Get<uint64_t>(p, 24));
   meta.vocab_size = Get<uint32_t>(p, 32);
   const int64_t chunk_bytes = Get<uint32_t>(p, 36);
-  const int64_t num_chunks = Get<uint32_t>(p, 40);
-  const uint32_t table_crc = Get<uint32_t>(p, 44);
+  ShardLayout layout;
+  layout.num_chunks = Get<uint32_t>(p, 40);
+  layout.table_crc = Get<uint32_t>(p, 44);
   const char* checksum_field = reinterpret_cast<const char*>(p + 48);
   meta.tokenizer_checksum.assign(checksum_field, strnlen(checksum_field, kChecksumField));
   if (Get<uint32_t>(p, 12) != kShardHeaderBytes || meta.seq_len <= 0 ||
@@ -187,51 +198,62 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
     return absl::DataLossError(
         absl::StrCat(path, ": byte offset 12..48: inconsistent header fields; ", kRewriteHint));
   }
-  const int64_t payload_bytes = meta.num_sequences * meta.seq_len * meta.token_bytes;
-  const int64_t payload_offset = kShardHeaderBytes + 4 * num_chunks;
-  const int64_t expected_bytes = payload_offset + payload_bytes;
-  if (num_chunks != NumChunks(payload_bytes) || file_bytes != expected_bytes) {
+  layout.payload_bytes = meta.num_sequences * meta.seq_len * meta.token_bytes;
+  layout.payload_offset = kShardHeaderBytes + 4 * layout.num_chunks;
+  const int64_t expected_bytes = layout.payload_offset + layout.payload_bytes;
+  if (layout.num_chunks != NumChunks(layout.payload_bytes) || file_bytes != expected_bytes) {
     return absl::DataLossError(absl::StrCat(
         path, file_bytes < expected_bytes ? ": truncated shard: " : ": oversized shard: ",
         "the header promises ", meta.num_sequences, " sequences of ", meta.seq_len, " ids (",
         expected_bytes, " bytes) but the file has ", file_bytes, " bytes; ", kRewriteHint));
   }
-  reader->payload_ = p + payload_offset;
+  return layout;
+}
 
-  if (expect.verify_content) {
-    if (Crc32Of(absl::string_view(reinterpret_cast<const char*>(p + kShardHeaderBytes),
-                                  4 * num_chunks)) != table_crc) {
-      return absl::DataLossError(absl::StrCat(path, ": byte offset ", kShardHeaderBytes, "..",
-                                              payload_offset,
-                                              ": chunk table checksum mismatch "
-                                              "(corrupt shard); ",
-                                              kRewriteHint));
-    }
-    Crc32 whole_file;
-    whole_file.Update(p, static_cast<size_t>(payload_offset));
-    for (int64_t c = 0; c < num_chunks; ++c) {
-      const int64_t begin = c * kShardChunkBytes;
-      const int64_t size = std::min(kShardChunkBytes, payload_bytes - begin);
-      Crc32 crc;
-      crc.Update(reader->payload_ + begin, static_cast<size_t>(size));
-      if (crc.value() != Get<uint32_t>(p, kShardHeaderBytes + 4 * c)) {
-        return absl::DataLossError(absl::StrCat(
-            path, ": byte offset ", payload_offset + begin, "..", payload_offset + begin + size,
-            ": content checksum mismatch (corrupt shard); ", kRewriteHint));
-      }
-      whole_file.Append(crc.value(), size);
-    }
-    // Every part matches its own checksum, so the file is one prepare wrote: a different whole
-    // is another run's shard, or an edited manifest.
-    if (!expect.checksum.empty() && whole_file.Hex() != expect.checksum) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": file checksum is ", whole_file.Hex(), " but ", ListedField(expect, "checksum"),
-          " says ", expect.checksum,
-          "; the directory mixes outputs of different runs, or the manifest was edited; ",
-          kRewriteHint));
-    }
+// Every chunk's checksum and the chunk table's; with expect.checksum, the whole file's (the
+// manifest's record of it).
+absl::Status VerifyContent(const std::string& path, const uint8_t* p, const ShardLayout& layout,
+                           const ShardExpectations& expect) {
+  const int64_t num_chunks = layout.num_chunks, payload_offset = layout.payload_offset;
+  const int64_t payload_bytes = layout.payload_bytes;
+  const uint8_t* payload = p + payload_offset;
+  if (Crc32Of(absl::string_view(reinterpret_cast<const char*>(p + kShardHeaderBytes),
+                                4 * num_chunks)) != layout.table_crc) {
+    return absl::DataLossError(absl::StrCat(path, ": byte offset ", kShardHeaderBytes, "..",
+                                            payload_offset,
+                                            ": chunk table checksum mismatch "
+                                            "(corrupt shard); ",
+                                            kRewriteHint));
   }
+  Crc32 whole_file;
+  whole_file.Update(p, static_cast<size_t>(payload_offset));
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    const int64_t begin = c * kShardChunkBytes;
+    const int64_t size = std::min(kShardChunkBytes, payload_bytes - begin);
+    Crc32 crc;
+    crc.Update(payload + begin, static_cast<size_t>(size));
+    if (crc.value() != Get<uint32_t>(p, kShardHeaderBytes + 4 * c)) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": byte offset ", payload_offset + begin, "..", payload_offset + begin + size,
+          ": content checksum mismatch (corrupt shard); ", kRewriteHint));
+    }
+    whole_file.Append(crc.value(), size);
+  }
+  // Every part matches its own checksum, so the file is one prepare wrote: a different whole
+  // is another run's shard, or an edited manifest.
+  if (!expect.checksum.empty() && whole_file.Hex() != expect.checksum) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": file checksum is ", whole_file.Hex(), " but ", ListedField(expect, "checksum"),
+        " says ", expect.checksum,
+        "; the directory mixes outputs of different runs, or the manifest was edited; ",
+        kRewriteHint));
+  }
+  return absl::OkStatus();
+}
 
+// What the caller requires of the shard (seq_len, vocabulary, tokenizer, sequence count).
+absl::Status CheckExpectations(const std::string& path, const ShardMeta& meta,
+                               const ShardExpectations& expect) {
   if (expect.seq_len > 0 && meta.seq_len != expect.seq_len) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": byte offset 16: shard has seq_len ", meta.seq_len, " but ",
@@ -257,6 +279,24 @@ absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string
                      ListedField(expect, "num_sequences"), " says ", expect.num_sequences,
                      "; the directory mixes outputs of different runs, ", kRewriteHint));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
+                                                               const ShardExpectations& expect) {
+  GMLP_ASSIGN_OR_RETURN(const auto mapped, MapShard(path));
+  std::unique_ptr<ShardReader> reader(new ShardReader());
+  reader->path_ = path;
+  reader->map_ = mapped.first;
+  reader->map_bytes_ = mapped.second;
+  const uint8_t* p = reader->map_;
+  GMLP_ASSIGN_OR_RETURN(const ShardLayout layout,
+                        ReadHeader(path, p, static_cast<int64_t>(mapped.second), reader->meta_));
+  reader->payload_ = p + layout.payload_offset;
+  if (expect.verify_content) GMLP_RETURN_IF_ERROR(VerifyContent(path, p, layout, expect));
+  GMLP_RETURN_IF_ERROR(CheckExpectations(path, reader->meta_, expect));
   return reader;
 }
 
