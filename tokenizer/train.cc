@@ -109,16 +109,12 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
 
 absl::Status Train(const TrainOptions& options) { return Train(options, nullptr); }
 
-absl::Status Train(const TrainOptions& options, TrainStats* stats_out) {
-  const auto start = std::chrono::steady_clock::now();
-  GMLP_RETURN_IF_ERROR(ValidateTrainOptions(options));
-  GMLP_ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandGlobs(options.inputs));
-  // Fail before the (possibly long) read on a broken install or an unwritable output directory.
-  GMLP_ASSIGN_OR_RETURN(const SpmLibrary* lib, GetSpmLibrary());
-  GMLP_RETURN_IF_ERROR(MakeDirs(ParentDir(options.model_prefix)));
+namespace {
 
-  TrainStats stats;
-  SentenceReservoir reservoir(options.input_sentence_size, options.seed);
+// Every sentence of `files` through the reservoir (its sample is what SentencePiece trains on),
+// counted in `stats`.
+absl::Status SampleCorpus(const std::vector<std::string>& files, const TrainOptions& options,
+                          SentenceReservoir* reservoir, TrainStats* stats) {
   CorpusOptions corpus_options;
   corpus_options.max_piece_bytes = options.max_sentence_length;
   corpus_options.strict_utf8 = options.strict_utf8;
@@ -132,25 +128,108 @@ absl::Status Train(const TrainOptions& options, TrainStats* stats_out) {
     for (;;) {
       GMLP_ASSIGN_OR_RETURN(const bool more, reader->Next(&text, &new_document));
       if (!more) break;
-      ++stats.sentences;
-      reservoir.Add(&text);
+      ++stats->sentences;
+      reservoir->Add(&text);
     }
-    ++stats.files;
-    stats.bytes += reader->stats().bytes;
-    stats.documents += reader->stats().documents;
-    stats.invalid_utf8_lines += reader->stats().invalid_utf8_lines;
+    ++stats->files;
+    stats->bytes += reader->stats().bytes;
+    stats->documents += reader->stats().documents;
+    stats->invalid_utf8_lines += reader->stats().invalid_utf8_lines;
   }
-  std::vector<std::string>& sample = reservoir.sample();
-  stats.sampled_sentences = static_cast<int64_t>(sample.size());
-  if (sample.empty()) {
+  stats->sampled_sentences = static_cast<int64_t>(reservoir->sample().size());
+  if (reservoir->sample().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the training corpus (", absl::StrJoin(files, ", "), ") has no text",
-        stats.invalid_utf8_lines > 0
-            ? absl::StrCat(" (", stats.invalid_utf8_lines, " lines skipped as invalid UTF-8)")
+        stats->invalid_utf8_lines > 0
+            ? absl::StrCat(" (", stats->invalid_utf8_lines, " lines skipped as invalid UTF-8)")
             : "",
         "; pass files with text in them"));
   }
+  return absl::OkStatus();
+}
 
+// SentencePiece's training arguments. No model_prefix: the trainer hands the model back in
+// memory (the files are written by Train, atomically), and the model's bytes do not depend on
+// where it is written.
+std::vector<std::pair<std::string, std::string>> SpmTrainArgs(const TrainOptions& o,
+                                                              int32_t threads) {
+  return {
+      {"model_type", o.model_type},
+      {"vocab_size", absl::StrCat(o.vocab_size)},
+      {"character_coverage", absl::StrCat(o.character_coverage)},
+      {"byte_fallback", o.byte_fallback ? "true" : "false"},
+      {"num_threads", absl::StrCat(threads)},
+      // The sample is already drawn; SentencePiece must take all of it, as it comes.
+      {"input_sentence_size", "0"},
+      {"shuffle_input_sentence", "false"},
+      {"max_sentence_length", absl::StrCat(o.max_sentence_length)},
+      // The fixed special ids (tokenizer.h): [PAD]=0 [UNK]=1, then the control symbols in order.
+      {"pad_id", absl::StrCat(kPadId)},
+      {"unk_id", absl::StrCat(kUnkId)},
+      {"bos_id", "-1"},
+      {"eos_id", "-1"},
+      {"pad_piece", "[PAD]"},
+      {"unk_piece", "[UNK]"},
+      {"control_symbols", "[CLS],[SEP],[MASK]"},
+  };
+}
+
+// Trains on `sample` (emptied after) and returns the serialized model.
+absl::StatusOr<std::string> TrainModel(const SpmLibrary& lib, const TrainOptions& options,
+                                       int32_t threads, std::vector<std::string>* sample) {
+  const auto args = SpmTrainArgs(options, threads);
+  std::vector<const char*> keys, values;
+  for (const auto& kv : args) {
+    keys.push_back(kv.first.c_str());
+    values.push_back(kv.second.c_str());
+  }
+  SampleCursor cursor{sample};
+  std::string model;
+  char err[2048] = {0};
+  if (lib.train(keys.data(), values.data(), keys.size(), NextSentence, &cursor, AppendBytes, &model,
+                static_cast<uint32_t>(options.seed), options.verbose ? 0 : 1, err,
+                sizeof(err)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SentencePiece training failed: ", err,
+        "; if the vocabulary is too large for this corpus, lower --vocab_size or add text"));
+  }
+  sample->clear();
+  sample->shrink_to_fit();
+  return model;
+}
+
+// The .vocab of `model` (piece TAB score per line, in id order) as spm_train writes it.
+absl::StatusOr<std::string> VocabText(const SpmLibrary& lib, const std::string& model) {
+  char err[2048] = {0};
+  GmlpSpmProcessor* processor = lib.load_serialized(model.data(), model.size(), err, sizeof(err));
+  if (processor == nullptr) {
+    return absl::InternalError(absl::StrCat("the trained model does not load: ", err));
+  }
+  std::string vocab;
+  const int32_t n = lib.piece_size(processor);
+  for (int32_t id = 0; id < n; ++id) {
+    size_t size = 0;
+    const char* piece = lib.id_to_piece(processor, id, &size);
+    absl::StrAppend(&vocab, absl::string_view(piece, size), "\t", lib.piece_score(processor, id),
+                    "\n");
+  }
+  lib.free(processor);
+  return vocab;
+}
+
+}  // namespace
+
+absl::Status Train(const TrainOptions& options, TrainStats* stats_out) {
+  const auto start = std::chrono::steady_clock::now();
+  GMLP_RETURN_IF_ERROR(ValidateTrainOptions(options));
+  GMLP_ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandGlobs(options.inputs));
+  // Fail before the (possibly long) read on a broken install or an unwritable output directory.
+  GMLP_ASSIGN_OR_RETURN(const SpmLibrary* lib, GetSpmLibrary());
+  GMLP_RETURN_IF_ERROR(MakeDirs(ParentDir(options.model_prefix)));
+
+  TrainStats stats;
+  SentenceReservoir reservoir(options.input_sentence_size, options.seed);
+  GMLP_RETURN_IF_ERROR(SampleCorpus(files, options, &reservoir, &stats));
   const int32_t threads =
       options.num_threads > 0
           ? options.num_threads
@@ -163,60 +242,9 @@ absl::Status Train(const TrainOptions& options, TrainStats* stats_out) {
         stats.files == 1 ? "" : "s", options.model_type, options.vocab_size,
         stats.sampled_sentences, threads));
   }
-  // No model_prefix: the trainer hands the model back in memory (the files are written below,
-  // atomically), and the model's bytes do not depend on where it is written.
-  const std::vector<std::pair<std::string, std::string>> kwargs = {
-      {"model_type", options.model_type},
-      {"vocab_size", absl::StrCat(options.vocab_size)},
-      {"character_coverage", absl::StrCat(options.character_coverage)},
-      {"byte_fallback", options.byte_fallback ? "true" : "false"},
-      {"num_threads", absl::StrCat(threads)},
-      // The sample is already drawn; SentencePiece must take all of it, as it comes.
-      {"input_sentence_size", "0"},
-      {"shuffle_input_sentence", "false"},
-      {"max_sentence_length", absl::StrCat(options.max_sentence_length)},
-      // The fixed special ids (tokenizer.h): [PAD]=0 [UNK]=1, then the control symbols in order.
-      {"pad_id", absl::StrCat(kPadId)},
-      {"unk_id", absl::StrCat(kUnkId)},
-      {"bos_id", "-1"},
-      {"eos_id", "-1"},
-      {"pad_piece", "[PAD]"},
-      {"unk_piece", "[UNK]"},
-      {"control_symbols", "[CLS],[SEP],[MASK]"},
-  };
-  std::vector<const char*> keys, values;
-  for (const auto& kv : kwargs) {
-    keys.push_back(kv.first.c_str());
-    values.push_back(kv.second.c_str());
-  }
-  SampleCursor cursor{&sample};
-  std::string model;
-  char err[2048] = {0};
-  if (lib->train(keys.data(), values.data(), keys.size(), NextSentence, &cursor, AppendBytes,
-                 &model, static_cast<uint32_t>(options.seed), options.verbose ? 0 : 1, err,
-                 sizeof(err)) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SentencePiece training failed: ", err,
-        "; if the vocabulary is too large for this corpus, lower --vocab_size or add text"));
-  }
-  sample.clear();
-  sample.shrink_to_fit();
-
-  // The .vocab (piece TAB score per line, in id order) as spm_train writes it.
-  GmlpSpmProcessor* processor = lib->load_serialized(model.data(), model.size(), err, sizeof(err));
-  if (processor == nullptr) {
-    return absl::InternalError(absl::StrCat("the trained model does not load: ", err));
-  }
-  std::string vocab;
-  const int32_t n = lib->piece_size(processor);
-  for (int32_t id = 0; id < n; ++id) {
-    size_t size = 0;
-    const char* piece = lib->id_to_piece(processor, id, &size);
-    absl::StrAppend(&vocab, absl::string_view(piece, size), "\t", lib->piece_score(processor, id),
-                    "\n");
-  }
-  lib->free(processor);
-
+  GMLP_ASSIGN_OR_RETURN(const std::string model,
+                        TrainModel(*lib, options, threads, &reservoir.sample()));
+  GMLP_ASSIGN_OR_RETURN(const std::string vocab, VocabText(*lib, model));
   // The .vocab first: a .model in place means its .vocab is too.
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(options.model_prefix + ".vocab", vocab));
   GMLP_RETURN_IF_ERROR(WriteFileAtomic(options.model_prefix + ".model", model));
