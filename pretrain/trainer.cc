@@ -358,6 +358,45 @@ absl::Status Trainer::StopForPreemption() {
       CheckpointName(step_), " written; the same command resumes from it"));
 }
 
+absl::Status Trainer::LogTrain(const StepStats& s, double interval_s, double wait_s, int64_t steps,
+                               double per_step) {
+  // Every step of a run has the same global batch shape.
+  const double tps = interval_s > 0 ? steps * s.tokens / interval_s : 0;
+  const double mfu =
+      peak_gflops_ > 0 ? options_.flops_per_token * tps / (peak_gflops_ * 1e9 * dist_->world_size())
+                       : 0;
+  nlohmann::json r = {{"type", "train"},
+                      {"step", s.step},
+                      {"loss", s.loss},
+                      {"accuracy", s.accuracy},
+                      {"lr", s.lr},
+                      {"grad_norm", s.grad_norm},
+                      {"tokens_per_s", tps},
+                      {"mfu", mfu},
+                      {"data_wait_frac", interval_s > 0 ? wait_s / interval_s : 0},
+                      {"masked_tokens", s.masked_tokens},
+                      {"elapsed_s", elapsed_seconds()}};
+  GMLP_RETURN_IF_ERROR(metrics_->Write(r));
+  if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::EvaluateAndLog() {
+  GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
+  if (dist_->rank() != 0) return absl::OkStatus();
+  GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
+                                        {"step", step_},
+                                        {"eval_loss", e.loss},
+                                        {"eval_perplexity", e.perplexity},
+                                        {"eval_accuracy", e.accuracy},
+                                        {"eval_masked_tokens", e.masked_tokens}}));
+  if (progress_) {
+    progress_->Line(absl::StrFormat("eval step %d: loss %.4f  perplexity %.2f  accuracy %.4f",
+                                    step_, e.loss, e.perplexity, e.accuracy));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::Run() {
   const bool rank0 = dist_->rank() == 0;
   const auto run_start = Clock::now();
@@ -384,26 +423,9 @@ absl::Status Trainer::Run() {
       const bool last = step_ == config_.steps;
       if (every(config_.log_every) || last) {
         if (rank0) {
-          const double interval_s = Seconds(interval_start) - interval_excluded;
-          // Every step of a run has the same global batch shape.
-          const double tps = interval_s > 0 ? interval_steps * s.tokens / interval_s : 0;
-          const double mfu = peak_gflops_ > 0 ? options_.flops_per_token * tps /
-                                                    (peak_gflops_ * 1e9 * dist_->world_size())
-                                              : 0;
-          nlohmann::json r = {{"type", "train"},
-                              {"step", s.step},
-                              {"loss", s.loss},
-                              {"accuracy", s.accuracy},
-                              {"lr", s.lr},
-                              {"grad_norm", s.grad_norm},
-                              {"tokens_per_s", tps},
-                              {"mfu", mfu},
-                              {"data_wait_frac", interval_s > 0 ? interval_wait / interval_s : 0},
-                              {"masked_tokens", s.masked_tokens},
-                              {"elapsed_s", elapsed_seconds()}};
-          GMLP_RETURN_IF_ERROR(metrics_->Write(r));
-          const double per_step = Seconds(run_start) / static_cast<double>(step_ - first_step);
-          if (progress_) progress_->Train(r, config_.steps, per_step * (config_.steps - step_));
+          GMLP_RETURN_IF_ERROR(LogTrain(
+              s, Seconds(interval_start) - interval_excluded, interval_wait, interval_steps,
+              Seconds(run_start) / static_cast<double>(step_ - first_step)));
         }
         interval_wait = 0;
         interval_steps = 0;
@@ -412,20 +434,7 @@ absl::Status Trainer::Run() {
       }
       if (valid_ != nullptr && (every(config_.eval_every) || last)) {
         const auto eval_start = Clock::now();
-        GMLP_ASSIGN_OR_RETURN(const EvalStats e, Evaluate());
-        if (rank0) {
-          GMLP_RETURN_IF_ERROR(metrics_->Write({{"type", "eval"},
-                                                {"step", step_},
-                                                {"eval_loss", e.loss},
-                                                {"eval_perplexity", e.perplexity},
-                                                {"eval_accuracy", e.accuracy},
-                                                {"eval_masked_tokens", e.masked_tokens}}));
-          if (progress_) {
-            progress_->Line(
-                absl::StrFormat("eval step %d: loss %.4f  perplexity %.2f  accuracy %.4f", step_,
-                                e.loss, e.perplexity, e.accuracy));
-          }
-        }
+        GMLP_RETURN_IF_ERROR(EvaluateAndLog());
         interval_excluded += Seconds(eval_start);  // evaluation time is not training time
       }
       if (every(config_.checkpoint_every) || last) {

@@ -129,6 +129,13 @@ class Trainer {
   // Writes this step's checkpoint (unless it exists), waits for every rank, returns Cancelled.
   absl::Status StopForPreemption();
   void SeedDropout();
+  // Rank 0's "train" record of step `s` and its progress line: throughput over the `steps`
+  // steps of the last `interval_s` seconds of training (evaluation and checkpoints excluded),
+  // `wait_s` of them waiting for data; `per_step` (seconds) estimates the time left.
+  absl::Status LogTrain(const StepStats& s, double interval_s, double wait_s, int64_t steps,
+                        double per_step);
+  // Evaluates, and rank 0 writes the "eval" record and its progress line.
+  absl::Status EvaluateAndLog();
 
   TrainerOptions options_;
   const TrainConfig& config_;
