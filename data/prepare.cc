@@ -155,6 +155,13 @@ class Preparer {
 
   absl::Status ReadAll(BoundedQueue<Block>* queue);
   void Work(BoundedQueue<Block>* queue);
+  // The reader on this thread and the encoding workers, until every block is done.
+  absl::Status EncodeAll();
+  // This run's manifest (or this part's) from the finished blocks, in input order.
+  PrepareResult Collect();
+  // Writes the manifest: the whole corpus's, or this part's and, once every part has one, the
+  // merged one.
+  absl::Status WriteManifests(PrepareResult* result);
   absl::StatusOr<BlockResult> Process(const Block& block);
   std::optional<BlockResult> TryReuse(const Block& block, const std::string& record_path);
   nlohmann::json RecordFor(const Block& block, const BlockResult& r) const;
@@ -394,7 +401,14 @@ absl::StatusOr<PrepareResult> Preparer::Run() {
     file_bytes_.push_back(size);
   }
   GMLP_RETURN_IF_ERROR(MakeDirs(options_.output));
+  GMLP_RETURN_IF_ERROR(EncodeAll());
+  PrepareResult result = Collect();
+  result.seconds = SecondsSince(start_);
+  GMLP_RETURN_IF_ERROR(WriteManifests(&result));
+  return result;
+}
 
+absl::Status Preparer::EncodeAll() {
   int workers = options_.workers;
   if (workers <= 0) workers = std::max(1u, std::thread::hardware_concurrency());
   BoundedQueue<Block> queue(static_cast<size_t>(workers));
@@ -409,7 +423,10 @@ absl::StatusOr<PrepareResult> Preparer::Run() {
     absl::MutexLock lock(&mu_);
     GMLP_RETURN_IF_ERROR(error_);
   }
+  return absl::OkStatus();
+}
 
+PrepareResult Preparer::Collect() {
   PrepareResult result;
   Manifest& m = result.manifest;
   m.tokenizer = options_.tokenizer;
@@ -438,8 +455,11 @@ absl::StatusOr<PrepareResult> Preparer::Run() {
       ++(r.skipped ? result.blocks_skipped : result.blocks_written);
     }
   }
-  result.seconds = SecondsSince(start_);
+  return result;
+}
 
+absl::Status Preparer::WriteManifests(PrepareResult* result) {
+  const Manifest& m = result->manifest;
   if (part_.count == 1) {
     if (m.documents == 0) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -452,24 +472,24 @@ absl::StatusOr<PrepareResult> Preparer::Run() {
                        " documents went to the validation split; lower --valid_fraction (now ",
                        options_.valid_fraction, ")"));
     }
-    result.manifest_path = JoinPath(options_.output, kManifestFile);
-    GMLP_RETURN_IF_ERROR(WriteManifest(result.manifest_path, m));
-    result.merged = true;
-    return result;
+    result->manifest_path = JoinPath(options_.output, kManifestFile);
+    GMLP_RETURN_IF_ERROR(WriteManifest(result->manifest_path, m));
+    result->merged = true;
+    return absl::OkStatus();
   }
-  result.manifest_path = JoinPath(options_.output, PartManifestName(part_.index, part_.count));
-  GMLP_RETURN_IF_ERROR(WriteManifest(result.manifest_path, m));
+  result->manifest_path = JoinPath(options_.output, PartManifestName(part_.index, part_.count));
+  GMLP_RETURN_IF_ERROR(WriteManifest(result->manifest_path, m));
   bool all_parts = true;
   for (int64_t i = 0; i < part_.count; ++i) {
     all_parts =
         all_parts && PathExists(JoinPath(options_.output, PartManifestName(i, part_.count)));
   }
   if (all_parts) {
-    GMLP_ASSIGN_OR_RETURN(result.manifest, MergeParts(options_.output));
-    result.manifest_path = JoinPath(options_.output, kManifestFile);
-    result.merged = true;
+    GMLP_ASSIGN_OR_RETURN(result->manifest, MergeParts(options_.output));
+    result->manifest_path = JoinPath(options_.output, kManifestFile);
+    result->merged = true;
   }
-  return result;
+  return absl::OkStatus();
 }
 
 class TokenizerEncoder : public TextEncoder {
