@@ -562,7 +562,10 @@ absl::StatusOr<PrepareResult> Prepare(const PrepareOptions& options, const TextE
   return preparer.Run();
 }
 
-absl::StatusOr<Manifest> MergeParts(const std::string& output) {
+namespace {
+
+// N of the part manifests manifest.part-i-of-N.json in `output` (one N only).
+absl::StatusOr<int64_t> PartCount(const std::string& output) {
   absl::StatusOr<std::vector<std::string>> found =
       ExpandGlobs({JoinPath(output, "manifest.part-*-of-*.json")});
   if (!found.ok()) {
@@ -571,8 +574,7 @@ absl::StatusOr<Manifest> MergeParts(const std::string& output) {
                      ": no part manifests (manifest.part-i-of-N.json) to merge; run `gmlp prepare "
                      "--part=i/N` for each i first"));
   }
-  // Several N may be present after an earlier, differently split run: use the N of the newest
-  // complete set, which is the largest N for which all parts exist... keep it simple and strict.
+  // Several N may be present after an earlier, differently split run: refused (the user picks).
   std::map<int64_t, std::vector<std::string>> by_count;
   for (const std::string& path : *found) {
     const std::string name = path.substr(path.find_last_of('/') + 1);
@@ -587,7 +589,11 @@ absl::StatusOr<Manifest> MergeParts(const std::string& output) {
                      ": part manifests from runs with different N are mixed; delete the "
                      "manifest.part-*-of-N.json files of the N you do not want, then merge"));
   }
-  const int64_t count = by_count.begin()->first;
+  return by_count.begin()->first;
+}
+
+// The N part manifests, every one of them present.
+absl::StatusOr<std::vector<Manifest>> ReadParts(const std::string& output, int64_t count) {
   std::vector<std::string> missing;
   std::vector<Manifest> parts;
   for (int64_t i = 0; i < count; ++i) {
@@ -604,6 +610,13 @@ absl::StatusOr<Manifest> MergeParts(const std::string& output) {
         output, ": parts ", absl::StrJoin(missing, ", "),
         " have not finished; run `gmlp prepare --part=<each>` with the same flags, then merge"));
   }
+  return parts;
+}
+
+// The parts' shards and counts as one manifest, shards in the order of a single run; each part
+// must have been made with part 0's flags and tokenizer.
+absl::StatusOr<Manifest> Combine(const std::vector<Manifest>& parts, const std::string& output) {
+  const int64_t count = static_cast<int64_t>(parts.size());
   Manifest merged = parts[0];
   merged.part.clear();
   merged.shards.clear();
@@ -630,6 +643,15 @@ absl::StatusOr<Manifest> MergeParts(const std::string& output) {
                      return std::make_pair(a.file.substr(6), a.split) <
                             std::make_pair(b.file.substr(6), b.split);
                    });
+  return merged;
+}
+
+}  // namespace
+
+absl::StatusOr<Manifest> MergeParts(const std::string& output) {
+  GMLP_ASSIGN_OR_RETURN(const int64_t count, PartCount(output));
+  GMLP_ASSIGN_OR_RETURN(const std::vector<Manifest> parts, ReadParts(output, count));
+  GMLP_ASSIGN_OR_RETURN(Manifest merged, Combine(parts, output));
   if (merged.documents == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(output, ": no text found in any part (empty corpus); check --input"));
