@@ -75,10 +75,29 @@ std::string DescribeExit(int status) {
 // How one start of the group ended.
 enum class GroupEnd { kDone, kPreempted, kFailed };
 
-// Forks `nproc` ranks running `args` with a fresh MASTER_PORT and waits for all of them. A rank
-// that fails (a signal, or a status other than 0 and kExitPreempted) gets the others SIGTERMed
-// and, after a grace period, SIGKILLed. A stop signal received here is passed on to every rank.
-GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
+// In the forked child of rank r: the rank's variables, then gmlp itself again with `args`.
+[[noreturn]] void ExecRank(const std::vector<std::string>& args, int r, int nproc,
+                           const std::string& port, pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
+  const std::string rank = std::to_string(r), world = std::to_string(nproc);
+  ::setenv("RANK", rank.c_str(), 1);
+  ::setenv("LOCAL_RANK", rank.c_str(), 1);
+  ::setenv("WORLD_SIZE", world.c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", world.c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", port.c_str(), 1);
+  ::setenv(kSpawnedEnv, rank.c_str(), 1);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  std::perror("gmlp pretrain: exec");
+  ::_exit(127);
+}
+
+// Forks and execs the nproc ranks; empty when a fork failed (the ranks started are killed).
+std::vector<pid_t> SpawnRanks(const std::vector<std::string>& args, int nproc) {
   const std::string port = std::to_string(FreePort());
   const pid_t parent = ::getpid();
   std::vector<pid_t> pids(nproc, -1);
@@ -89,28 +108,18 @@ GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
       std::perror("gmlp pretrain: fork");
       for (int k = 0; k < r; ++k) ::kill(pids[k], SIGKILL);
       for (int k = 0; k < r; ++k) ::waitpid(pids[k], nullptr, 0);
-      return GroupEnd::kFailed;
+      return {};
     }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
-      const std::string rank = std::to_string(r), world = std::to_string(nproc);
-      ::setenv("RANK", rank.c_str(), 1);
-      ::setenv("LOCAL_RANK", rank.c_str(), 1);
-      ::setenv("WORLD_SIZE", world.c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", world.c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", port.c_str(), 1);
-      ::setenv(kSpawnedEnv, rank.c_str(), 1);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      std::perror("gmlp pretrain: exec");
-      ::_exit(127);
-    }
+    if (pid == 0) ExecRank(args, r, nproc, port, parent);
     pids[r] = pid;
   }
+  return pids;
+}
+
+// Waits for every rank: forwards a stop signal to all, and when one fails stops the others
+// (SIGTERM, SIGKILL after a grace period).
+GroupEnd SuperviseRanks(std::vector<pid_t> pids) {
+  const int nproc = static_cast<int>(pids.size());
   using Clock = std::chrono::steady_clock;
   constexpr auto kGrace = std::chrono::seconds(10);
   std::optional<Clock::time_point> kill_at;  // set once a rank failed
@@ -157,6 +166,15 @@ GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
   }
   if (failed) return GroupEnd::kFailed;
   return preempted ? GroupEnd::kPreempted : GroupEnd::kDone;
+}
+
+// Forks `nproc` ranks running `args` with a fresh MASTER_PORT and waits for all of them. A rank
+// that fails (a signal, or a status other than 0 and kExitPreempted) gets the others SIGTERMed
+// and, after a grace period, SIGKILLed. A stop signal received here is passed on to every rank.
+GroupEnd RunGroup(const std::vector<std::string>& args, int nproc) {
+  std::vector<pid_t> pids = SpawnRanks(args, nproc);
+  if (pids.empty()) return GroupEnd::kFailed;
+  return SuperviseRanks(std::move(pids));
 }
 
 }  // namespace
