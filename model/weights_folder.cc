@@ -255,6 +255,77 @@ bool IsWeightsPath(const std::string& path) {
   return IsDirectory(path) && PathExists(JoinPath(path, kWeightsFile));
 }
 
+namespace {
+
+// A lone .safetensors file's description: gmlp keeps its config in the file's metadata.
+absl::StatusOr<nlohmann::json> DescriptionFromMetadata(const SafetensorsFile& file,
+                                                       const std::string& weights_path) {
+  const auto model = file.metadata.find("model");
+  const auto kind = file.metadata.find("kind");
+  if (model == file.metadata.end() || kind == file.metadata.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(weights_path,
+                     ": no gmlp config in the file's metadata (\"model\", \"kind\"); pass the "
+                     "folder `gmlp export` wrote, which has config.json"));
+  }
+  return nlohmann::json{{"gmlp_export", kWeightsFormatVersion},
+                        {"kind", kind->second},
+                        {"model", nlohmann::json::parse(model->second, nullptr, false)}};
+}
+
+// A gmlp export's description: its version, kind and encoder config.
+absl::Status ReadGmlpDescription(const nlohmann::json& described, const std::string& described_in,
+                                 InitWeights* out) {
+  InitWeights& w = *out;
+  w.format = "gmlp";
+  if (described["gmlp_export"] != kWeightsFormatVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(described_in, ": gmlp_export is ", described["gmlp_export"].dump(),
+                     "; this gmlp reads version ", kWeightsFormatVersion));
+  }
+  GMLP_ASSIGN_OR_RETURN(w.kind, StringField(described, "kind", described_in));
+  if (!described.contains("model")) {
+    return absl::InvalidArgumentError(absl::StrCat(described_in, ": no \"model\" section"));
+  }
+  auto config = EncoderConfig::FromJson(described["model"]);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(described_in, ": ", config.status().message()));
+  }
+  w.config = *config;
+  return absl::OkStatus();
+}
+
+// A Hugging Face BERT folder: its config.json and its tensors under gmlp's names.
+absl::Status ReadHfDescription(const nlohmann::json& described, const std::string& described_in,
+                               const std::string& weights_path, InitWeights* out) {
+  InitWeights& w = *out;
+  w.format = "hf";
+  GMLP_ASSIGN_OR_RETURN(w.config, EncoderConfigFromHfBert(described, described_in));
+  GMLP_ASSIGN_OR_RETURN(w.file.tensors, FromHfBert(w.file.tensors, weights_path));
+  bool classifier = false;
+  for (const auto& item : w.file.tensors) classifier = classifier || item.first == "out.weight";
+  w.kind = classifier ? kKindClassifier : kKindMlm;
+  return absl::OkStatus();
+}
+
+// Every tensor must belong to a part of the model `w.kind` names.
+absl::Status CheckTensorsFitKind(const InitWeights& w, const std::string& weights_path) {
+  const std::vector<std::string> parts =
+      w.kind == kKindMlm ? std::vector<std::string>{"encoder.", "mlm_head."}
+                         : std::vector<std::string>{"encoder.", "pooler.", "out."};
+  for (const auto& item : w.file.tensors) {
+    bool known = false;
+    for (const std::string& p : parts) known = known || absl::StartsWith(item.first, p);
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(weights_path, ": unexpected tensor '",
+                                                     item.first, "' in a ", w.kind, " model"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<InitWeights> ReadInitWeights(const std::string& path) {
   InitWeights w;
   nlohmann::json described;  // {"kind", "model"} from config.json or the file's metadata
@@ -268,47 +339,17 @@ absl::StatusOr<InitWeights> ReadInitWeights(const std::string& path) {
     if (PathExists(tokenizer)) w.tokenizer_path = tokenizer;
   }
   GMLP_ASSIGN_OR_RETURN(w.file, ReadSafetensors(weights_path));
-  if (described.is_null()) {  // a lone file: gmlp keeps its config in the metadata
+  if (described.is_null()) {
     described_in = absl::StrCat(weights_path, " (metadata)");
-    const auto model = w.file.metadata.find("model");
-    const auto kind = w.file.metadata.find("kind");
-    if (model == w.file.metadata.end() || kind == w.file.metadata.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(weights_path,
-                       ": no gmlp config in the file's metadata (\"model\", \"kind\"); pass the "
-                       "folder `gmlp export` wrote, which has config.json"));
-    }
-    described = {{"gmlp_export", kWeightsFormatVersion},
-                 {"kind", kind->second},
-                 {"model", nlohmann::json::parse(model->second, nullptr, false)}};
+    GMLP_ASSIGN_OR_RETURN(described, DescriptionFromMetadata(w.file, weights_path));
   }
   if (!described.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(described_in, ": not a JSON object"));
   }
   if (described.contains("gmlp_export")) {
-    w.format = "gmlp";
-    if (described["gmlp_export"] != kWeightsFormatVersion) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(described_in, ": gmlp_export is ", described["gmlp_export"].dump(),
-                       "; this gmlp reads version ", kWeightsFormatVersion));
-    }
-    GMLP_ASSIGN_OR_RETURN(w.kind, StringField(described, "kind", described_in));
-    if (!described.contains("model")) {
-      return absl::InvalidArgumentError(absl::StrCat(described_in, ": no \"model\" section"));
-    }
-    auto config = EncoderConfig::FromJson(described["model"]);
-    if (!config.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(described_in, ": ", config.status().message()));
-    }
-    w.config = *config;
+    GMLP_RETURN_IF_ERROR(ReadGmlpDescription(described, described_in, &w));
   } else if (described.contains("model_type")) {
-    w.format = "hf";
-    GMLP_ASSIGN_OR_RETURN(w.config, EncoderConfigFromHfBert(described, described_in));
-    GMLP_ASSIGN_OR_RETURN(w.file.tensors, FromHfBert(w.file.tensors, weights_path));
-    bool classifier = false;
-    for (const auto& item : w.file.tensors) classifier = classifier || item.first == "out.weight";
-    w.kind = classifier ? kKindClassifier : kKindMlm;
+    GMLP_RETURN_IF_ERROR(ReadHfDescription(described, described_in, weights_path, &w));
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat(described_in,
@@ -319,18 +360,7 @@ absl::StatusOr<InitWeights> ReadInitWeights(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(described_in, ": kind \"", w.kind, "\" is not ",
                                                    kKindMlm, " or ", kKindClassifier));
   }
-  // Every tensor must belong to a part of that kind of model.
-  const std::vector<std::string> parts =
-      w.kind == kKindMlm ? std::vector<std::string>{"encoder.", "mlm_head."}
-                         : std::vector<std::string>{"encoder.", "pooler.", "out."};
-  for (const auto& item : w.file.tensors) {
-    bool known = false;
-    for (const std::string& p : parts) known = known || absl::StartsWith(item.first, p);
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(weights_path, ": unexpected tensor '",
-                                                     item.first, "' in a ", w.kind, " model"));
-    }
-  }
+  GMLP_RETURN_IF_ERROR(CheckTensorsFitKind(w, weights_path));
   return w;
 }
 
