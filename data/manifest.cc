@@ -106,6 +106,60 @@ nlohmann::json Manifest::ToJson() const {
   return j;
 }
 
+namespace {
+
+// What is wrong with shards[i] of a manifest (a file name outside the folder, an unknown split,
+// impossible counts, a malformed checksum, a file listed twice), or "" when nothing is.
+std::string ShardEntryProblem(const ShardEntry& e, size_t i, int64_t seq_len,
+                              std::map<std::string, size_t>* index_of_file) {
+  std::string bad;
+  if (e.file.empty()) {
+    bad = ".file is empty";
+  } else if (e.file.find('/') != std::string::npos || e.file == "." || e.file == "..") {
+    // Shards live beside their manifest: a path could read (or, on resume, overwrite)
+    // files elsewhere.
+    bad = absl::StrCat(".file \"", e.file, "\" is not a file name in the shard directory");
+  } else if (e.split != "train" && e.split != "valid") {
+    bad = absl::StrCat(".split is \"", e.split, "\", not train or valid");
+  } else if (e.num_sequences < 0 ||
+             e.num_sequences > std::numeric_limits<int64_t>::max() / seq_len) {
+    bad = absl::StrCat(".num_sequences is ", e.num_sequences, ", not a count of sequences");
+  } else if (e.num_tokens < 0 || e.num_tokens > e.num_sequences * seq_len) {
+    bad = absl::StrCat(".num_tokens is ", e.num_tokens,
+                       ", not in [0, num_sequences x seq_len = ", e.num_sequences * seq_len, "]");
+  } else if (!IsCrc32Hex(e.checksum)) {
+    bad = absl::StrCat(".checksum is \"", e.checksum, "\", not crc32:<8 hex digits>");
+  } else if (const auto [it, fresh] = index_of_file->emplace(e.file, i); !fresh) {
+    bad = absl::StrCat(".file \"", e.file, "\" is listed already, as shards[", it->second, "]");
+  }
+  return bad;
+}
+
+// The "shards" list, each entry checked.
+absl::StatusOr<std::vector<ShardEntry>> ReadShardEntries(const nlohmann::json& shards,
+                                                         int64_t seq_len, const std::string& source,
+                                                         const std::string& fix) {
+  std::vector<ShardEntry> out;
+  std::map<std::string, size_t> index_of_file;
+  for (const nlohmann::json& s : shards) {
+    const size_t i = out.size();
+    const std::string where = absl::StrCat(source, ": shards[", i, "]");
+    ShardEntry e;
+    try {
+      e = ShardEntry::FromJson(s);
+    } catch (const std::exception& err) {
+      return absl::DataLossError(
+          absl::StrCat(where, " is malformed (", err.what(), "): ", s.dump(), "; ", fix));
+    }
+    const std::string bad = ShardEntryProblem(e, i, seq_len, &index_of_file);
+    if (!bad.empty()) return absl::DataLossError(absl::StrCat(where, bad, "; ", fix));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::string& source) {
   const std::string fix = "re-run `gmlp prepare` to rewrite it";
   try {
@@ -138,41 +192,7 @@ absl::StatusOr<Manifest> Manifest::FromJson(const nlohmann::json& j, const std::
     m.valid_documents = IntAt(totals, "valid_documents");
     m.input_bytes = IntAt(totals, "input_bytes");
     m.invalid_utf8_lines = IntAt(totals, "invalid_utf8_lines");
-    std::map<std::string, size_t> index_of_file;
-    for (const nlohmann::json& s : j.at("shards")) {
-      const size_t i = m.shards.size();
-      const std::string where = absl::StrCat(source, ": shards[", i, "]");
-      ShardEntry e;
-      try {
-        e = ShardEntry::FromJson(s);
-      } catch (const std::exception& err) {
-        return absl::DataLossError(
-            absl::StrCat(where, " is malformed (", err.what(), "): ", s.dump(), "; ", fix));
-      }
-      std::string bad;
-      if (e.file.empty()) {
-        bad = ".file is empty";
-      } else if (e.file.find('/') != std::string::npos || e.file == "." || e.file == "..") {
-        // Shards live beside their manifest: a path could read (or, on resume, overwrite)
-        // files elsewhere.
-        bad = absl::StrCat(".file \"", e.file, "\" is not a file name in the shard directory");
-      } else if (e.split != "train" && e.split != "valid") {
-        bad = absl::StrCat(".split is \"", e.split, "\", not train or valid");
-      } else if (e.num_sequences < 0 ||
-                 e.num_sequences > std::numeric_limits<int64_t>::max() / m.seq_len) {
-        bad = absl::StrCat(".num_sequences is ", e.num_sequences, ", not a count of sequences");
-      } else if (e.num_tokens < 0 || e.num_tokens > e.num_sequences * m.seq_len) {
-        bad = absl::StrCat(".num_tokens is ", e.num_tokens,
-                           ", not in [0, num_sequences x seq_len = ", e.num_sequences * m.seq_len,
-                           "]");
-      } else if (!IsCrc32Hex(e.checksum)) {
-        bad = absl::StrCat(".checksum is \"", e.checksum, "\", not crc32:<8 hex digits>");
-      } else if (const auto [it, fresh] = index_of_file.emplace(e.file, i); !fresh) {
-        bad = absl::StrCat(".file \"", e.file, "\" is listed already, as shards[", it->second, "]");
-      }
-      if (!bad.empty()) return absl::DataLossError(absl::StrCat(where, bad, "; ", fix));
-      m.shards.push_back(std::move(e));
-    }
+    GMLP_ASSIGN_OR_RETURN(m.shards, ReadShardEntries(j.at("shards"), m.seq_len, source, fix));
     if (!DecodeBitmap(j.at("word_start_bitmap").get<std::string>(),
                       static_cast<size_t>(m.vocab_size), &m.word_starts)) {
       return absl::DataLossError(
