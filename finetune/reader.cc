@@ -94,34 +94,31 @@ class ExampleBuilder {
   std::map<std::string, int64_t> label_index_;
 };
 
-absl::Status ReadTsv(const std::string& text, const TaskSpec& task, const SplitSpec& split,
-                     SplitData* out) {
-  ExampleBuilder builder(task, split, out);
-  const std::vector<std::string> role_cols = RoleColumns(split);
-  int col_index[kNumRoles];
-  int needed = 0;  // fields a row must have
-  size_t pos = 0;
-  int64_t line_no = 0;
-  auto next_line = [&](absl::string_view* line) {
-    if (pos >= text.size()) return false;
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    *line = absl::string_view(text).substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
+// Lines of a text, numbered from 1.
+class LineCursor {
+ public:
+  explicit LineCursor(absl::string_view text) : text_(text) {}
+  bool Next(absl::string_view* line) {
+    if (pos_ >= text_.size()) return false;
+    size_t nl = text_.find('\n', pos_);
+    if (nl == absl::string_view::npos) nl = text_.size();
+    *line = text_.substr(pos_, nl - pos_);
+    pos_ = nl + 1;
+    ++line_no_;
     return true;
-  };
-
-  std::vector<std::string> header;
-  absl::string_view line;
-  if (split.header) {
-    if (!next_line(&line)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(out->path, ": empty file; expected a header line then rows"));
-    }
-    header = SplitTsvLine(line);
-    for (std::string& h : header) h = std::string(absl::StripAsciiWhitespace(h));
   }
+  int64_t line_no() const { return line_no_; }
+
+ private:
+  absl::string_view text_;
+  size_t pos_ = 0;
+  int64_t line_no_ = 0;
+};
+
+// The 0-based column of each role (-1: the split does not read it), by header name or number.
+absl::Status FindRoleColumns(const SplitSpec& split, const std::vector<std::string>& header,
+                             const std::string& path, int (&col_index)[kNumRoles]) {
+  const std::vector<std::string> role_cols = RoleColumns(split);
   for (int r = 0; r < kNumRoles; ++r) {
     col_index[r] = -1;
     const std::string& col = role_cols[r];
@@ -133,38 +130,63 @@ absl::Status ReadTsv(const std::string& text, const TaskSpec& task, const SplitS
       col_index[r] = std::stoi(col);
     } else if (split.header) {
       return absl::InvalidArgumentError(absl::StrCat(
-          out->path, ":1: the header has no column '", col, "' (for ", kRoleNames[r],
+          path, ":1: the header has no column '", col, "' (for ", kRoleNames[r],
           "); columns are: ", absl::StrJoin(header, ", "), ". Fix the task spec or the file"));
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(out->path, ": column '", col, "' (for ", kRoleNames[r],
+          absl::StrCat(path, ": column '", col, "' (for ", kRoleNames[r],
                        ") is a name, but this split has no header; give a 0-based column number"));
     }
-    needed = std::max(needed, col_index[r] + 1);
   }
+  return absl::OkStatus();
+}
 
-  while (next_line(&line)) {
+// The error for a row with fewer than `needed` fields, naming the columns it lacks.
+absl::Status ShortRow(const std::string& path, int64_t line_no, int needed, size_t found,
+                      const int (&col_index)[kNumRoles]) {
+  std::vector<std::string> want;
+  for (int r = 0; r < kNumRoles; ++r) {
+    if (col_index[r] >= 0)
+      want.push_back(absl::StrCat(kRoleNames[r], " in column ", col_index[r] + 1));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ":", line_no, ": expected at least ", needed, " tab-separated fields (",
+                   absl::StrJoin(want, ", "), "), found ", found,
+                   ". GLUE files are tab-separated without quoting; fix or remove this row"));
+}
+
+absl::Status ReadTsv(const std::string& text, const TaskSpec& task, const SplitSpec& split,
+                     SplitData* out) {
+  ExampleBuilder builder(task, split, out);
+  LineCursor lines(text);
+  std::vector<std::string> header;
+  absl::string_view line;
+  if (split.header) {
+    if (!lines.Next(&line)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(out->path, ": empty file; expected a header line then rows"));
+    }
+    header = SplitTsvLine(line);
+    for (std::string& h : header) h = std::string(absl::StripAsciiWhitespace(h));
+  }
+  int col_index[kNumRoles];
+  GMLP_RETURN_IF_ERROR(FindRoleColumns(split, header, out->path, col_index));
+  int needed = 0;  // fields a row must have
+  for (int r = 0; r < kNumRoles; ++r) needed = std::max(needed, col_index[r] + 1);
+
+  while (lines.Next(&line)) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank (e.g. final) lines
     std::vector<std::string> fields = SplitTsvLine(line);
     if (static_cast<int>(fields.size()) < needed) {
-      if (task.skip_malformed_rows) {
-        ++out->skipped_rows;
-        continue;
+      if (!task.skip_malformed_rows) {
+        return ShortRow(out->path, lines.line_no(), needed, fields.size(), col_index);
       }
-      std::vector<std::string> want;
-      for (int r = 0; r < kNumRoles; ++r) {
-        if (col_index[r] >= 0) {
-          want.push_back(absl::StrCat(kRoleNames[r], " in column ", col_index[r] + 1));
-        }
-      }
-      return absl::InvalidArgumentError(absl::StrCat(
-          out->path, ":", line_no, ": expected at least ", needed, " tab-separated fields (",
-          absl::StrJoin(want, ", "), "), found ", fields.size(),
-          ". GLUE files are tab-separated without quoting; fix or remove this row"));
+      ++out->skipped_rows;
+      continue;
     }
     RawRow row;
-    row.line = line_no;
+    row.line = lines.line_no();
     for (int r = 0; r < kNumRoles; ++r) {
       if (col_index[r] >= 0) row.fields[r] = std::move(fields[col_index[r]]);
     }
