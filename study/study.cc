@@ -82,14 +82,11 @@ std::string ShardsSetting(const std::string& shard_dir, const StudyConfig& confi
       train > 0 ? seen / static_cast<double>(train) : 0);
 }
 
-// The report's setup section: settings, notes on the recipe, and the per-stage times.
-ReportContext Context(const StudyConfig& config, const StudyData& data,
-                      const std::vector<CellSpec>& cells, double seconds) {
-  ReportContext ctx;
-  ctx.total_seconds = seconds;
+// The report's settings table: what the study ran with.
+nlohmann::ordered_json Settings(const StudyConfig& config, const StudyData& data) {
   const std::string corpus_part =
       config.corpus_mb > 0 ? absl::StrCat("first ", config.corpus_mb, " MB") : "all";
-  ctx.settings = {
+  return {
       {"corpus", absl::StrCat(config.corpus, " (", corpus_part,
                               " of the documents before the "
                               "held-out last ",
@@ -119,15 +116,20 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
                     "not MNLI-m/mm)"},
       {"model_overrides", config.model_overrides.empty() ? "none" : config.model_overrides},
       {"report written by", model::ProvenanceLine(model::Provenance())}};
+}
+
+// The report's notes on the recipe: the baseline's setup, each tiny attention's width, the probe.
+std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData& data,
+                                     const std::vector<CellSpec>& cells) {
+  std::vector<std::string> notes;
   if (config.transformer_pre_ln) {
-    ctx.notes.push_back(
+    notes.push_back(
         "The Transformer baseline is pre-LN (with a final LayerNorm), the same recipe as the "
         "other encoders: BERT's post-LN Transformer-mini collapsed to the majority class at this "
         "scale in the study's earlier default run.");
   }
-  ctx.baseline = BaselineEncoder(config);
   if (config.transformer_positions.front() == "alibi") {
-    ctx.notes.push_back(
+    notes.push_back(
         "The baseline Transformer has no position table: each head adds -m|i-j| to its "
         "attention scores (ALiBi, the reference slopes). With BERT's learned positions it "
         "stayed on the context-free floor at this scale (the long run of 2026-12-01, "
@@ -137,19 +139,30 @@ ReportContext Context(const StudyConfig& config, const StudyData& data,
   for (const CellSpec& c : cells) {
     const model::ArchSpec* spec = model::FindArch(c.arch);
     if (spec == nullptr || !spec->has_tiny_attention || !c.finetune) continue;
-    ctx.notes.push_back(absl::StrFormat(
+    notes.push_back(absl::StrFormat(
         "%s: tiny attention %d wide at d_model %d (1/%.0f; the paper's aMLPs use 64 at "
         "d_model 512-1024, 1/8-1/16)",
         c.name, c.pretrain.model.attn_size, c.pretrain.model.d_model,
         static_cast<double>(c.pretrain.model.d_model) / c.pretrain.model.attn_size));
   }
   if (UsesProbe(config)) {
-    ctx.notes.push_back(
+    notes.push_back(
         absl::StrCat("alignment probe (study/probe.h): ", config.probe_train_examples, "/",
                      config.probe_dev_examples, "/", config.probe_test_examples,
                      " train/dev/test pairs per version from the held-out documents; details in ",
                      JoinPath(data.probe_dir, "probe.json")));
   }
+  return notes;
+}
+
+// The report's setup section: settings, notes on the recipe, and the per-stage times.
+ReportContext Context(const StudyConfig& config, const StudyData& data,
+                      const std::vector<CellSpec>& cells, double seconds) {
+  ReportContext ctx;
+  ctx.total_seconds = seconds;
+  ctx.settings = Settings(config, data);
+  ctx.notes = RecipeNotes(config, data, cells);
+  ctx.baseline = BaselineEncoder(config);
   return ctx;
 }
 
