@@ -105,62 +105,69 @@ absl::Status Trainer::Init(const std::string& resume_from) {
           "choose a new --out_dir"));
     }
   }
-  if (!resume_from.empty()) {
-    GMLP_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpoint(resume_from));
-    GMLP_RETURN_IF_ERROR(options_.load_model(*module_, JoinPath(dir, kModelFile)));
-    GMLP_RETURN_IF_ERROR(optimizer_->Load(JoinPath(dir, kOptimizerFile)));
-    const std::string state_path = JoinPath(dir, kStateFile);
-    GMLP_ASSIGN_OR_RETURN(const nlohmann::json state_json,
-                          ReadJsonFile(state_path, "resume from an older checkpoint"));
-    GMLP_ASSIGN_OR_RETURN(const CheckpointState state,
-                          ParseCheckpointState(state_json, state_path));
-    step_ = state.step;
-    // Checkpoints written before the state kept it: the metrics log's kept records say (below).
-    elapsed_before_ = state.elapsed_s;
-    data::LoaderState loader_state;
-    loader_state.epoch = state.loader_epoch;
-    loader_state.position = state.loader_position;
-    GMLP_RETURN_IF_ERROR(train_->Restore(loader_state));
-    if (state.world_size != dist_->world_size() && rank0) {
-      std::fprintf(stderr,
-                   "gmlp pretrain: warning: %s was written by %d ranks, resuming on %d: training "
-                   "continues, but the data order differs from an uninterrupted run\n",
-                   dir.c_str(), static_cast<int>(state.world_size), dist_->world_size());
-    }
-    last_checkpoint_step_ = step_;
-    last_checkpoint_ = dir;
+  if (!resume_from.empty()) GMLP_RETURN_IF_ERROR(Restore(resume_from));
+  GMLP_RETURN_IF_ERROR(BroadcastInitialWeights());
+  if (rank0) GMLP_RETURN_IF_ERROR(OpenRunRecords(/*resumed=*/!resume_from.empty()));
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Restore(const std::string& resume_from) {
+  GMLP_ASSIGN_OR_RETURN(const std::string dir, ResolveCheckpoint(resume_from));
+  GMLP_RETURN_IF_ERROR(options_.load_model(*module_, JoinPath(dir, kModelFile)));
+  GMLP_RETURN_IF_ERROR(optimizer_->Load(JoinPath(dir, kOptimizerFile)));
+  const std::string state_path = JoinPath(dir, kStateFile);
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json state_json,
+                        ReadJsonFile(state_path, "resume from an older checkpoint"));
+  GMLP_ASSIGN_OR_RETURN(const CheckpointState state, ParseCheckpointState(state_json, state_path));
+  step_ = state.step;
+  // Checkpoints written before the state kept it: the metrics log's kept records say
+  // (OpenRunRecords).
+  elapsed_before_ = state.elapsed_s;
+  data::LoaderState loader_state;
+  loader_state.epoch = state.loader_epoch;
+  loader_state.position = state.loader_position;
+  GMLP_RETURN_IF_ERROR(train_->Restore(loader_state));
+  if (state.world_size != dist_->world_size() && dist_->rank() == 0) {
+    std::fprintf(stderr,
+                 "gmlp pretrain: warning: %s was written by %d ranks, resuming on %d: training "
+                 "continues, but the data order differs from an uninterrupted run\n",
+                 dir.c_str(), static_cast<int>(state.world_size), dist_->world_size());
   }
-  // Every rank starts from rank 0's weights (also after a resume: the same file, but cheap).
-  {
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> tensors;
-    for (const torch::Tensor& p : params_) tensors.push_back(p.detach());
-    for (const torch::Tensor& b : module_->buffers()) tensors.push_back(b);
-    try {
-      dist_->Broadcast(tensors, 0);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("broadcast of the initial weights failed: ", e.what()));
-    }
+  last_checkpoint_step_ = step_;
+  last_checkpoint_ = dir;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::BroadcastInitialWeights() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (const torch::Tensor& p : params_) tensors.push_back(p.detach());
+  for (const torch::Tensor& b : module_->buffers()) tensors.push_back(b);
+  try {
+    dist_->Broadcast(tensors, 0);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("broadcast of the initial weights failed: ", e.what()));
   }
-  if (rank0) {
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(config_.out_dir, kConfigFile),
-                                         options_.config_json.dump(2) + "\n"));
-    GMLP_ASSIGN_OR_RETURN(
-        metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
-                                   resume_from.empty() ? -1 : step_, TensorboardDir(config_)));
-    if (elapsed_before_ < 0) elapsed_before_ = metrics_->kept_elapsed_s();
-    // Which gmlp, LibTorch and device wrote the records that follow (a resumed run adds its own).
-    GMLP_RETURN_IF_ERROR(metrics_->Write(
-        {{"type", "run"},
-         {"step", step_},
-         {model::kMadeByKey,
-          nlohmann::json::parse(model::Provenance(device_, dist_->world_size()).dump())}}));
-    if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
-    if (options_.flops_per_token > 0) {
-      peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops
-                                             : MeasureGemmPeakGflops(config_.bf16, 0.3, device_);
-    }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::OpenRunRecords(bool resumed) {
+  GMLP_RETURN_IF_ERROR(
+      WriteFileAtomic(JoinPath(config_.out_dir, kConfigFile), options_.config_json.dump(2) + "\n"));
+  GMLP_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(JoinPath(config_.out_dir, "metrics.jsonl"),
+                                                   resumed ? step_ : -1, TensorboardDir(config_)));
+  if (elapsed_before_ < 0) elapsed_before_ = metrics_->kept_elapsed_s();
+  // Which gmlp, LibTorch and device wrote the records that follow (a resumed run adds its own).
+  GMLP_RETURN_IF_ERROR(metrics_->Write(
+      {{"type", "run"},
+       {"step", step_},
+       {model::kMadeByKey,
+        nlohmann::json::parse(model::Provenance(device_, dist_->world_size()).dump())}}));
+  if (!options_.quiet) progress_ = std::make_unique<Progress>(stderr);
+  if (options_.flops_per_token > 0) {
+    peak_gflops_ = config_.peak_gflops > 0 ? config_.peak_gflops
+                                           : MeasureGemmPeakGflops(config_.bf16, 0.3, device_);
   }
   return absl::OkStatus();
 }

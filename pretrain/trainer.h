@@ -136,6 +136,12 @@ class Trainer {
                         double per_step);
   // Evaluates, and rank 0 writes the "eval" record and its progress line.
   absl::Status EvaluateAndLog();
+  // Init's steps: the model, optimizer, step and data position of checkpoint `resume_from`;
+  // rank 0's weights to every rank; rank 0's config.json, metrics log (resumed at step() when
+  // `resumed`), progress lines and GEMM peak.
+  absl::Status Restore(const std::string& resume_from);
+  absl::Status BroadcastInitialWeights();
+  absl::Status OpenRunRecords(bool resumed);
 
   TrainerOptions options_;
   const TrainConfig& config_;
