@@ -203,7 +203,9 @@ class ShardLoader : public MlmLoader {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& options) {
+namespace {
+
+absl::Status CheckLoaderOptions(const LoaderOptions& options) {
   if (options.batch_size <= 0 || options.world_size <= 0 || options.rank < 0 ||
       options.rank >= options.world_size || options.prefetch < 0) {
     return absl::InvalidArgumentError(
@@ -216,8 +218,13 @@ absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& 
         absl::StrCat("loader: split must be train or valid, got '", options.split, "'"));
   }
   GMLP_RETURN_IF_ERROR(ValidateMaskingOptions(options.masking));
+  return absl::OkStatus();
+}
 
-  const std::string manifest_path = JoinPath(options.shard_dir, kManifestFile);
+// The shard directory's manifest, checked against what the run needs (tokenizer, length, the
+// word-start table for whole-word masking).
+absl::StatusOr<Manifest> ReadLoaderManifest(const LoaderOptions& options,
+                                            const std::string& manifest_path) {
   if (!PathExists(manifest_path) && IsDirectory(options.shard_dir)) {
     return absl::NotFoundError(
         absl::StrCat(manifest_path,
@@ -245,7 +252,12 @@ absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& 
     return absl::FailedPreconditionError(absl::StrCat(
         manifest_path, ": no word-start table for whole-word masking; re-run `gmlp prepare`"));
   }
+  return manifest;
+}
 
+// Every non-empty shard of the split, opened and checked against its manifest entry.
+absl::StatusOr<std::vector<std::unique_ptr<ShardReader>>> OpenSplitShards(
+    const LoaderOptions& options, const Manifest& manifest, const std::string& manifest_path) {
   std::vector<std::unique_ptr<ShardReader>> shards;
   ShardExpectations expect;
   expect.seq_len = manifest.seq_len;
@@ -261,6 +273,17 @@ absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& 
                           ShardReader::Open(JoinPath(options.shard_dir, entry.file), expect));
     if (shard->meta().num_sequences > 0) shards.push_back(std::move(shard));
   }
+  return shards;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MlmLoader>> MlmLoader::Open(const LoaderOptions& options) {
+  GMLP_RETURN_IF_ERROR(CheckLoaderOptions(options));
+  const std::string manifest_path = JoinPath(options.shard_dir, kManifestFile);
+  GMLP_ASSIGN_OR_RETURN(Manifest manifest, ReadLoaderManifest(options, manifest_path));
+  GMLP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<ShardReader>> shards,
+                        OpenSplitShards(options, manifest, manifest_path));
   const int64_t global_batch = options.batch_size * options.world_size;
   const SplitTotals totals = manifest.Totals(options.split);
   if (totals.sequences < global_batch) {
