@@ -85,6 +85,56 @@ class CorpusReaderImpl : public CorpusReader {
     }
   }
 
+  // At the start of a line: whether it is layout rather than text (a blank line between plain
+  // text documents, a WikiExtractor <doc ...> or </doc> line, or a document's title line),
+  // noting the document boundary it makes. `whole`: the segment is the whole line.
+  bool IsMarkupLine(absl::string_view seg, bool whole) {
+    if (whole && IsBlank(seg)) {
+      // Blank lines separate documents in plain text; inside WikiExtractor blocks they
+      // only separate the title from the text.
+      if (!doc_layout_) pending_new_document_ = true;
+      return true;
+    }
+    if (!layout_known_) {
+      layout_known_ = true;
+      doc_layout_ = IsDocStart(seg);
+    }
+    if (IsDocStart(seg)) {
+      pending_new_document_ = true;
+      expect_title_ = true;
+      skip_line_ = true;
+      return true;
+    }
+    if (whole && IsDocEnd(seg)) {
+      pending_new_document_ = true;
+      expect_title_ = false;
+      return true;
+    }
+    if (expect_title_) {
+      expect_title_ = false;
+      skip_line_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  // False (and the rest of the line skipped, counted) when `seg`, at byte seg_offset of its
+  // line, is not valid UTF-8; an error naming the file, line and byte with --strict_utf8.
+  absl::StatusOr<bool> CheckUtf8(absl::string_view seg, int64_t seg_offset) {
+    size_t bad = 0;
+    if (IsValidUtf8(seg.data(), seg.size(), &bad)) return true;
+    if (options_.strict_utf8) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ":", stats_.lines, ": invalid UTF-8 at byte ",
+          seg_offset + static_cast<int64_t>(bad),
+          " of the line; convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or "
+          "drop --strict_utf8 to count and skip such lines"));
+    }
+    ++stats_.invalid_utf8_lines;
+    skip_line_ = true;
+    return false;
+  }
+
   absl::StatusOr<bool> NextText(std::string* text, bool* new_document) {
     for (;;) {
       absl::string_view seg;
@@ -102,50 +152,11 @@ class CorpusReaderImpl : public CorpusReader {
       line_offset_ += static_cast<int64_t>(consumed_);
       if (line_end && !seg.empty() && seg.back() == '\r') seg.remove_suffix(1);  // CRLF
 
-      if (starts_line) {
-        const bool whole = line_end;
-        if (whole && IsBlank(seg)) {
-          // Blank lines separate documents in plain text; inside WikiExtractor blocks they
-          // only separate the title from the text.
-          if (!doc_layout_) pending_new_document_ = true;
-          continue;
-        }
-        if (!layout_known_) {
-          layout_known_ = true;
-          doc_layout_ = IsDocStart(seg);
-        }
-        if (IsDocStart(seg)) {
-          pending_new_document_ = true;
-          expect_title_ = true;
-          skip_line_ = true;
-          continue;
-        }
-        if (whole && IsDocEnd(seg)) {
-          pending_new_document_ = true;
-          expect_title_ = false;
-          continue;
-        }
-        if (expect_title_) {
-          expect_title_ = false;
-          skip_line_ = true;
-          continue;
-        }
-      }
+      if (starts_line && IsMarkupLine(seg, /*whole=*/line_end)) continue;
       if (skip_line_ || IsBlank(seg)) continue;
 
-      size_t bad = 0;
-      if (!IsValidUtf8(seg.data(), seg.size(), &bad)) {
-        if (options_.strict_utf8) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path_, ":", stats_.lines, ": invalid UTF-8 at byte ",
-              seg_offset + static_cast<int64_t>(bad),
-              " of the line; convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or "
-              "drop --strict_utf8 to count and skip such lines"));
-        }
-        ++stats_.invalid_utf8_lines;
-        skip_line_ = true;
-        continue;
-      }
+      GMLP_ASSIGN_OR_RETURN(const bool valid, CheckUtf8(seg, seg_offset));
+      if (!valid) continue;
       text->assign(seg.data(), seg.size());
       *new_document = pending_new_document_;
       if (pending_new_document_) {
