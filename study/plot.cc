@@ -107,14 +107,19 @@ struct Series {
   std::map<int64_t, SeedRuns> by_params;  // params -> runs at that size
 };
 
-}  // namespace
-
-absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& dir,
-                       const std::string& basename) {
-  // (task, split) -> encoder/control -> series; in table order.
-  std::vector<std::pair<std::string, std::string>> panels_order;
-  std::map<std::pair<std::string, std::string>, std::map<std::string, Series>> panels;
+// The plot's panels: one per (task, split) in table order, each with its series (an encoder's
+// runs by parameter count, or a control's floor), and the parameter counts on the x axis.
+struct Panels {
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, Series>> series;
   std::set<int64_t> ticks;
+};
+
+Panels GroupPanels(const std::vector<ResultRow>& rows) {
+  Panels out;
+  auto& panels_order = out.order;
+  auto& panels = out.series;
+  auto& ticks = out.ticks;
   for (const ResultRow& r : rows) {
     if (!r.reported) continue;
     const auto ts = std::make_pair(r.task, r.split);
@@ -138,42 +143,57 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
       for (auto& [params, runs] : s.by_params) FinishSeedRuns(&runs);
     }
   }
+  return out;
+}
+
+// One panel's gnuplot commands; each encoder's points go to <dir>/<basename>_<task>_<key>.dat.
+absl::StatusOr<std::string> PanelText(const std::pair<std::string, std::string>& ts,
+                                      const std::map<std::string, Series>& series,
+                                      const std::string& dir, const std::string& basename) {
+  std::vector<std::string> plots;
+  std::string kind, metric;
+  int second_only_lines = 0;  // each size's control line gets its own dash pattern
+  for (const auto& [key, s] : series) {
+    kind = s.kind;
+    metric = s.metric;
+    if (s.control != "none") {  // a floor: one horizontal line at its mean
+      const double mean = BootstrapContrast({{1.0, &s.by_params.begin()->second}}).estimate;
+      const bool majority = s.control == "majority";
+      plots.push_back(absl::StrFormat(
+          "%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
+          majority ? 2 : 2 + second_only_lines++, majority ? "#888888" : "#cc6600",
+          majority ? "majority class"
+                   : absl::StrCat("second segment only (", EncoderLabel(s.encoder, s.size), ")")));
+      continue;
+    }
+    std::string dat = "# params mean ci_lo ci_hi (points)\n";
+    for (const auto& [params, runs] : s.by_params) {
+      const Interval ci = BootstrapContrast({{1.0, &runs}});
+      absl::StrAppend(&dat, params, " ", 100 * ci.estimate, " ", 100 * ci.lo, " ", 100 * ci.hi,
+                      "\n");
+    }
+    const std::string file =
+        absl::StrCat(basename, "_", Sanitize(ts.first), "_", Sanitize(key), ".dat");
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
+    plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
+                                 EncoderColor(key), "' title '", EncoderLabel(key), "'"));
+  }
+  return absl::StrCat("set title '", ts.first, " (", kind, "; ", ts.second, " ", metric,
+                      ")'\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
+}
+
+}  // namespace
+
+absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& dir,
+                       const std::string& basename) {
+  const Panels panels = GroupPanels(rows);
+  const std::set<int64_t>& ticks = panels.ticks;
   if (ticks.empty()) return absl::FailedPreconditionError("no finetuning scores to plot yet");
   GMLP_RETURN_IF_ERROR(MakeDirs(dir));
   std::vector<std::string> panel_text;
-  for (const auto& ts : panels_order) {
-    std::vector<std::string> plots;
-    std::string kind, metric;
-    int second_only_lines = 0;  // each size's control line gets its own dash pattern
-    for (auto& [key, s] : panels[ts]) {
-      kind = s.kind;
-      metric = s.metric;
-      if (s.control != "none") {  // a floor: one horizontal line at its mean
-        const double mean = BootstrapContrast({{1.0, &s.by_params.begin()->second}}).estimate;
-        const bool majority = s.control == "majority";
-        plots.push_back(absl::StrFormat(
-            "%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
-            majority ? 2 : 2 + second_only_lines++, majority ? "#888888" : "#cc6600",
-            majority ? "majority class"
-                     : absl::StrCat("second segment only (", EncoderLabel(s.encoder, s.size),
-                                    ")")));
-        continue;
-      }
-      std::string dat = "# params mean ci_lo ci_hi (points)\n";
-      for (const auto& [params, runs] : s.by_params) {
-        const Interval ci = BootstrapContrast({{1.0, &runs}});
-        absl::StrAppend(&dat, params, " ", 100 * ci.estimate, " ", 100 * ci.lo, " ", 100 * ci.hi,
-                        "\n");
-      }
-      const std::string file =
-          absl::StrCat(basename, "_", Sanitize(ts.first), "_", Sanitize(key), ".dat");
-      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
-      plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '",
-                                   EncoderColor(key), "' title '", EncoderLabel(key), "'"));
-    }
-    panel_text.push_back(absl::StrCat("set title '", ts.first, " (", kind, "; ", ts.second, " ",
-                                      metric, ")'\nplot ", absl::StrJoin(plots, ", \\\n     "),
-                                      "\n"));
+  for (const auto& ts : panels.order) {
+    GMLP_ASSIGN_OR_RETURN(std::string text, PanelText(ts, panels.series.at(ts), dir, basename));
+    panel_text.push_back(std::move(text));
   }
   const int n = static_cast<int>(panel_text.size());
   const int cols = std::min(n, 3), rows_n = (n + cols - 1) / cols;
