@@ -154,6 +154,12 @@ class Preparer {
   }
 
   absl::Status ReadAll(BoundedQueue<Block>* queue);
+  // Reads file `f` into blocks for the workers (those this part owns), counting its blocks in
+  // `global_block` and its bytes into `bytes_before`. False when reading should stop (the queue
+  // was closed, or a worker failed: its error is reported instead).
+  absl::StatusOr<bool> ReadFileBlocks(int64_t f, const tokenizer::CorpusOptions& corpus,
+                                      BoundedQueue<Block>* queue, int64_t* global_block,
+                                      int64_t* bytes_before);
   void Work(BoundedQueue<Block>* queue);
   // The reader on this thread and the encoding workers, until every block is done.
   absl::Status EncodeAll();
@@ -214,70 +220,79 @@ absl::Status Preparer::ReadAll(BoundedQueue<Block>* queue) {
   int64_t bytes_before = 0;
   for (int64_t f = 0; f < static_cast<int64_t>(files_.size()); ++f) {
     if (by_file_ && !OwnsFile(f)) continue;
-    GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::CorpusReader> reader,
-                          tokenizer::CorpusReader::Open(files_[f], corpus));
-    Block block;
-    block.file = f;
-    int64_t block_bytes = 0;
-    int64_t block_pieces = 0;
-    bool owned = by_file_ || global_block % part_.count == part_.index;
-    // Hands a finished block to the workers (or drops it when another part owns it). False when
-    // the queue was closed.
-    auto dispatch = [&]() -> bool {
-      if (block_pieces == 0) return true;
-      const int64_t next_index = block.index + 1;
-      if (owned && !queue->Push(std::move(block))) return false;
-      ++global_block;
-      block = Block();
-      block.file = f;
-      block.index = next_index;
-      block_bytes = 0;
-      block_pieces = 0;
-      owned = by_file_ || global_block % part_.count == part_.index;
-      return true;
-    };
-    std::string text;
-    bool new_document = false;
-    bool valid = false;
-    int64_t doc = -1;
-    while (true) {
-      if (failed_.load()) return absl::OkStatus();  // a worker's error is reported instead
-      GMLP_ASSIGN_OR_RETURN(bool more, reader->Next(&text, &new_document));
-      if (!more) break;
-      if (new_document || doc < 0) {
-        new_document = true;
-        ++doc;
-        valid = IsValidDocument(f, doc);
-        ++block.documents;
-        if (valid) ++block.valid_documents;
-      }
-      if (owned) {
-        block.pieces.push_back({static_cast<uint32_t>(block.text.size()),
-                                static_cast<uint32_t>(text.size()), new_document, valid});
-        block.text += text;
-      }
-      ++block_pieces;
-      block_bytes += static_cast<int64_t>(text.size());
-      bytes_read_.store(bytes_before + reader->stats().bytes);
-      if (block_bytes >= options_.shard_input_bytes && !dispatch()) return absl::OkStatus();
-      Progress(false);
-    }
-    if (!dispatch()) return absl::OkStatus();
-    const tokenizer::CorpusStats& stats = reader->stats();
-    bytes_before += stats.bytes;
-    bytes_read_.store(bytes_before);
-    if (OwnsFile(f)) {
-      input_bytes_ += stats.bytes;
-      invalid_utf8_lines_ += stats.invalid_utf8_lines;
-    }
-    if (stats.invalid_utf8_lines > 0 && options_.progress) {
-      std::fprintf(stderr,
-                   "gmlp prepare: %s: skipped %lld lines of invalid UTF-8 (--strict_utf8 makes "
-                   "this an error naming the first)\n",
-                   files_[f].c_str(), static_cast<long long>(stats.invalid_utf8_lines));
-    }
+    GMLP_ASSIGN_OR_RETURN(const bool go_on,
+                          ReadFileBlocks(f, corpus, queue, &global_block, &bytes_before));
+    if (!go_on) return absl::OkStatus();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Preparer::ReadFileBlocks(int64_t f, const tokenizer::CorpusOptions& corpus,
+                                              BoundedQueue<Block>* queue, int64_t* global_block,
+                                              int64_t* bytes_before) {
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::CorpusReader> reader,
+                        tokenizer::CorpusReader::Open(files_[f], corpus));
+  Block block;
+  block.file = f;
+  int64_t block_bytes = 0;
+  int64_t block_pieces = 0;
+  bool owned = by_file_ || (*global_block) % part_.count == part_.index;
+  // Hands a finished block to the workers (or drops it when another part owns it). False when
+  // the queue was closed.
+  auto dispatch = [&]() -> bool {
+    if (block_pieces == 0) return true;
+    const int64_t next_index = block.index + 1;
+    if (owned && !queue->Push(std::move(block))) return false;
+    ++(*global_block);
+    block = Block();
+    block.file = f;
+    block.index = next_index;
+    block_bytes = 0;
+    block_pieces = 0;
+    owned = by_file_ || (*global_block) % part_.count == part_.index;
+    return true;
+  };
+  std::string text;
+  bool new_document = false;
+  bool valid = false;
+  int64_t doc = -1;
+  while (true) {
+    if (failed_.load()) return false;  // a worker's error is reported instead
+    GMLP_ASSIGN_OR_RETURN(bool more, reader->Next(&text, &new_document));
+    if (!more) break;
+    if (new_document || doc < 0) {
+      new_document = true;
+      ++doc;
+      valid = IsValidDocument(f, doc);
+      ++block.documents;
+      if (valid) ++block.valid_documents;
+    }
+    if (owned) {
+      block.pieces.push_back({static_cast<uint32_t>(block.text.size()),
+                              static_cast<uint32_t>(text.size()), new_document, valid});
+      block.text += text;
+    }
+    ++block_pieces;
+    block_bytes += static_cast<int64_t>(text.size());
+    bytes_read_.store(*bytes_before + reader->stats().bytes);
+    if (block_bytes >= options_.shard_input_bytes && !dispatch()) return false;
+    Progress(false);
+  }
+  if (!dispatch()) return false;
+  const tokenizer::CorpusStats& stats = reader->stats();
+  *bytes_before += stats.bytes;
+  bytes_read_.store(*bytes_before);
+  if (OwnsFile(f)) {
+    input_bytes_ += stats.bytes;
+    invalid_utf8_lines_ += stats.invalid_utf8_lines;
+  }
+  if (stats.invalid_utf8_lines > 0 && options_.progress) {
+    std::fprintf(stderr,
+                 "gmlp prepare: %s: skipped %lld lines of invalid UTF-8 (--strict_utf8 makes "
+                 "this an error naming the first)\n",
+                 files_[f].c_str(), static_cast<long long>(stats.invalid_utf8_lines));
+  }
+  return true;
 }
 
 nlohmann::json Preparer::RecordFor(const Block& block, const BlockResult& r) const {
