@@ -68,6 +68,79 @@ bool StaysInside(absl::string_view path) {
   return true;
 }
 
+// `key` at `path` ("eval[1].label"; the key alone at the spec's top level).
+std::string KeyPath(const std::string& path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+
+// A split object names only a split's keys.
+absl::Status CheckSplitKeys(const nlohmann::json& j, const std::string& path,
+                            absl::string_view origin) {
+  static const std::set<std::string> kSplitKeys = {
+      "name",  "file",         "layout",      "header",     "sentence1", "sentence2",   "label",
+      "index", "split_column", "split_value", "submission", "optional",  "max_examples"};
+  for (const auto& item : j.items()) {
+    if (!kSplitKeys.count(item.key())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": unknown key \"", KeyPath(path, item.key()),
+                       "\"; a split's keys are ", absl::StrJoin(kSplitKeys, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The string and bool fields `j` gives (a column may also be a number), over `s`.
+absl::Status ReadSplitFields(const nlohmann::json& j, const std::string& path,
+                             absl::string_view origin, SplitSpec* s) {
+  std::string key;  // the key being read, for a type error
+  try {
+    auto str = [&](const char* k, std::string* out) {
+      key = k;
+      if (j.contains(k)) {
+        const auto& v = j.at(k);
+        *out = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.get<std::string>();
+      }
+    };
+    str("name", &s->name);
+    str("file", &s->file);
+    str("layout", &s->layout);
+    str("sentence1", &s->sentence1);
+    str("sentence2", &s->sentence2);
+    str("label", &s->label);
+    str("index", &s->index);
+    str("split_column", &s->split_column);
+    str("split_value", &s->split_value);
+    str("submission", &s->submission);
+    key = "header";
+    if (j.contains(key)) s->header = j.at(key).get<bool>();
+    key = "optional";
+    if (j.contains(key)) s->optional = j.at(key).get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", KeyPath(path, key), " has ",
+                                                   j.at(key).dump(), ", of the wrong type (",
+                                                   e.what(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// max_examples: a whole number >= 0 (0 keeps every row; a negative or fractional count is a
+// mistake, not "all").
+absl::Status ReadMaxExamples(const nlohmann::json& j, const std::string& path,
+                             absl::string_view origin, SplitSpec* s) {
+  if (!j.contains("max_examples")) return absl::OkStatus();
+  const nlohmann::json& v = j.at("max_examples");
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned()
+           ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+           : v.get<int64_t>() < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", KeyPath(path, "max_examples"),
+                                                   " is ", v.dump(),
+                                                   "; give a whole number of rows >= 0 (0 = all)"));
+  }
+  s->max_examples = v.get<int64_t>();
+  return absl::OkStatus();
+}
+
 // Layout fields of a split, from `j` where present, else from `defaults`. `path` is the split's
 // JSON path in error messages ("train", "eval[1]"); empty for the spec's top level, whose other
 // keys the caller checks.
@@ -78,70 +151,18 @@ absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": ", path, " must be a JSON object like {\"file\": ...}"));
   }
-  auto key_path = [&](absl::string_view key) {
-    return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-  };
-  static const std::set<std::string> kSplitKeys = {
-      "name",  "file",         "layout",      "header",     "sentence1", "sentence2",   "label",
-      "index", "split_column", "split_value", "submission", "optional",  "max_examples"};
-  if (!path.empty()) {
-    for (const auto& item : j.items()) {
-      if (!kSplitKeys.count(item.key())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(origin, ": unknown key \"", key_path(item.key()),
-                         "\"; a split's keys are ", absl::StrJoin(kSplitKeys, ", ")));
-      }
-    }
-  }
+  if (!path.empty()) GMLP_RETURN_IF_ERROR(CheckSplitKeys(j, path, origin));
   SplitSpec s = defaults;
   s.name = default_name;
-  std::string key;  // the key being read, for a type error
-  try {
-    auto str = [&](const char* k, std::string* out) {
-      key = k;
-      if (j.contains(k)) {
-        const auto& v = j.at(k);
-        *out = v.is_number_integer() ? std::to_string(v.get<int64_t>()) : v.get<std::string>();
-      }
-    };
-    str("name", &s.name);
-    str("file", &s.file);
-    str("layout", &s.layout);
-    str("sentence1", &s.sentence1);
-    str("sentence2", &s.sentence2);
-    str("label", &s.label);
-    str("index", &s.index);
-    str("split_column", &s.split_column);
-    str("split_value", &s.split_value);
-    str("submission", &s.submission);
-    key = "header";
-    if (j.contains(key)) s.header = j.at(key).get<bool>();
-    key = "optional";
-    if (j.contains(key)) s.optional = j.at(key).get<bool>();
-  } catch (const nlohmann::json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", key_path(key), " has ",
-                                                   j.at(key).dump(), ", of the wrong type (",
-                                                   e.what(), ")"));
-  }
-  if (j.contains("max_examples")) {
-    // 0 keeps every row; a negative or fractional count is a mistake, not "all".
-    const nlohmann::json& v = j.at("max_examples");
-    if (!v.is_number_integer() ||
-        (v.is_number_unsigned()
-             ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-             : v.get<int64_t>() < 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": ", key_path("max_examples"), " is ", v.dump(),
-                       "; give a whole number of rows >= 0 (0 = all)"));
-    }
-    s.max_examples = v.get<int64_t>();
-  }
+  GMLP_RETURN_IF_ERROR(ReadSplitFields(j, path, origin, &s));
+  GMLP_RETURN_IF_ERROR(ReadMaxExamples(j, path, origin, &s));
+  // Split and submission names become files under --output.
   const std::pair<const char*, const std::string*> output_names[] = {{"name", &s.name},
                                                                      {"submission", &s.submission}};
   for (const auto& [k, value] : output_names) {
     if (!path.empty() && j.contains(k) && !StaysInside(*value)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          origin, ": ", key_path(k), " is \"", *value,
+          origin, ": ", KeyPath(path, k), " is \"", *value,
           "\", which names a file under --output: give a relative name without \"..\""));
     }
   }
@@ -235,8 +256,8 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
     return absl::InvalidArgumentError(absl::StrCat(origin, ": a task spec is one JSON object"));
   }
   static const std::set<std::string> kKeys = {
-      "name",   "labels",     "metrics",   "train",     "eval",  "test",  "skip_malformed_rows",
-      "layout", "header",     "sentence1", "sentence2", "label", "index", "split_column",
+      "name",   "labels",      "metrics",   "train",     "eval",  "test",  "skip_malformed_rows",
+      "layout", "header",      "sentence1", "sentence2", "label", "index", "split_column",
       "file",   "description", "data_dir"};
   for (const auto& [key, value] : j.items()) {
     if (!kKeys.count(key)) {
