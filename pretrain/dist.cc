@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pretrain/agent_store.h"
 
 namespace gmlp::pretrain {
 namespace {
@@ -149,21 +150,33 @@ c10::intrusive_ptr<CollectiveGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d:
 // TORCHELASTIC_RESTART_COUNT differs between nodes when only one of them failed).
 c10::intrusive_ptr<c10d::Store> ConnectStore(const DistEnv& env,
                                              std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<uint16_t>(env.master_port);
-  options.isServer = env.rank == 0 && !env.agent_store;
-  options.timeout = timeout;
   if (!env.agent_store) {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<uint16_t>(env.master_port);
+    options.isServer = env.rank == 0;
+    options.timeout = timeout;
     options.numWorkers = env.world_size;
     options.waitWorkers = true;
-  } else {
-    options.waitWorkers = false;
+    return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
   }
-  auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
-  if (!env.agent_store) return tcp;
-  const int64_t before = tcp->add("gmlp/ranks_joined", 1) - 1;
+#if TORCH_VERSION_MAJOR >= 2
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(env.master_port);
+  options.isServer = false;
+  options.timeout = timeout;
+  options.waitWorkers = false;
+  c10::intrusive_ptr<c10d::Store> agent =
+      c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+#else
+  // LibTorch 1.x's TCPStore cannot speak torch 2's protocol.
+  c10::intrusive_ptr<c10d::Store> agent =
+      ConnectAgentStore(env.master_addr, env.master_port, timeout);
+#endif
+  // The agent's store outlives a group that --max-restarts restarts: each attempt works under a
+  // prefix of its own, so no rank reads the keys of the attempt before.
+  const int64_t before = agent->add("gmlp/ranks_joined", 1) - 1;
   return c10::make_intrusive<c10d::PrefixStore>(absl::StrCat("gmlp/", before / env.world_size),
-                                                tcp);
+                                                agent);
 }
 
 }  // namespace
@@ -208,18 +221,6 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment() {
   if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
     env.agent_store = std::string(agent) == "True";  // as torch.distributed.rendezvous reads it
   }
-#if TORCH_VERSION_MAJOR < 2
-  if (env.agent_store) {
-    if (env.master_port == 65535) {
-      return absl::InvalidArgumentError(
-          "MASTER_PORT=65535: a LibTorch 1.x build under torchrun serves its store on "
-          "MASTER_PORT + 1; choose a lower --master_port");
-    }
-    env.agent_store = false;
-    env.beside_agent_store = true;
-    env.master_port += 1;
-  }
-#endif
   if (env.master_port <= 0 || env.master_port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("MASTER_PORT=", env.master_port, " is not a TCP port (1..65535)"));
@@ -247,11 +248,6 @@ absl::StatusOr<std::unique_ptr<Dist>> Dist::Connect(const DistEnv& env,
     return absl::UnavailableError(
         absl::StrCat("rank ", env.rank, " of ", env.world_size, ": rendezvous at ", env.master_addr,
                      ":", env.master_port, " failed: ", e.what(),
-                     env.beside_agent_store
-                         ? " (this LibTorch 1.x build serves its own store on MASTER_PORT + 1, "
-                           "since torch 2's agent store speaks a newer protocol: that port "
-                           "must be free on MASTER_ADDR)"
-                         : "",
                      "; check MASTER_ADDR/MASTER_PORT and that every rank was started"));
   }
 }

@@ -24,11 +24,9 @@ struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   // torchrun (PyTorch 2.x) hosts the TCPStore in its agent on MASTER_PORT and says so with
-  // TORCHELASTIC_USE_AGENT_STORE=True: every rank is then a client of that store, rank 0 too.
+  // TORCHELASTIC_USE_AGENT_STORE=True: every rank is then a client of that store, rank 0 too
+  // (a LibTorch 1.x build through agent_store.h, since its own TCPStore speaks an older protocol).
   bool agent_store = false;
-  // LibTorch 1.x's TCPStore speaks an older wire protocol than torch 2's agent store, so a
-  // 1.x build under such an agent has rank 0 serve a store of its own on MASTER_PORT + 1.
-  bool beside_agent_store = false;
 };
 
 // Reads RANK/WORLD_SIZE/LOCAL_RANK (torchrun, and `gmlp pretrain --nproc`), else

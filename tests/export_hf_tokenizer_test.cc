@@ -40,12 +40,6 @@ const std::string kData = GMLP_SOURCE_DIR "/../shared/data";
 const std::string kWiki = kData + "/corpus/wikipedia-en/enwiki_extract.txt.xz";
 const std::string kCheckScript = GMLP_SOURCE_DIR "/tests/python/hf_tokenizer_check.py";
 
-// torch 2.11's venv (scripts/setup.sh --cuda; scripts/python_env.sh adds transformers to it).
-std::string VenvDir() {
-  const char* venv = std::getenv("GMLP_TORCH_VENV");
-  return venv != nullptr && *venv != '\0' ? venv : "/var/cache/gmlp/torch-2.11.0";
-}
-
 // Hard cases for the normalizer, the Metaspace emulation and byte fallback.
 const char* const kHardCases[] = {
     "",
@@ -203,9 +197,9 @@ class HfTokenizerTest : public ::testing::Test {
   // Runs hf_tokenizer_check.py on `e`'s folder with the suite's inputs (once per model).
   static void RunTransformers(Exported* e) {
     if (!e->hf.empty()) return;
-    const std::string python = JoinPath(VenvDir(), "bin/python");
+    const std::string python = JoinPath(gmlp::testing::TorchVenvDir(), "bin/python");
     if (!PathExists(python)) {
-      GTEST_SKIP() << "no torch 2.11 venv at " << VenvDir()
+      GTEST_SKIP() << "no torch 2.11 venv at " << gmlp::testing::TorchVenvDir()
                    << " (bash scripts/setup.sh --cuda makes it, bash scripts/python_env.sh adds "
                       "transformers; or set GMLP_TORCH_VENV)";
     }
@@ -222,8 +216,8 @@ class HfTokenizerTest : public ::testing::Test {
     const std::optional<int> status = gmlp::testing::WaitAtMost(pid, std::chrono::seconds(300));
     ASSERT_TRUE(status.has_value()) << "hf_tokenizer_check.py ran over 300 s";
     ASSERT_EQ(gmlp::testing::ExitCode(*status), 0)
-        << "hf_tokenizer_check.py failed (is transformers installed in " << VenvDir()
-        << "? bash scripts/python_env.sh):\n"
+        << "hf_tokenizer_check.py failed (is transformers installed in "
+        << gmlp::testing::TorchVenvDir() << "? bash scripts/python_env.sh):\n"
         << gmlp::testing::LogTail(log);
     std::vector<json> lines = gmlp::testing::JsonRecords(out);
     ASSERT_EQ(lines.size(), 1 + inputs_->single.size() + inputs_->pairs.size());

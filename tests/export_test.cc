@@ -47,12 +47,7 @@ const std::string kSource = GMLP_SOURCE_DIR;
 const std::string kData = kSource + "/../shared/data";
 
 // The torch 2.11 environment's python; "" when absent.
-std::string VenvPython() {
-  const char* venv = std::getenv("GMLP_TORCH_VENV");
-  const std::string python = JoinPath(
-      venv != nullptr && *venv != '\0' ? venv : "/var/cache/gmlp/torch-2.11.0", "bin/python");
-  return PathExists(python) ? python : "";
-}
+std::string VenvPython() { return gmlp::testing::TorchVenvTool("python"); }
 
 struct Output {
   int code = -1;

@@ -55,12 +55,7 @@ constexpr double kBf16Tol = 3e-2;
 
 // The torch 2.11 venv's python (GMLP_TORCH_VENV, default /var/cache/gmlp/torch-2.11.0), or ""
 // when there is none.
-std::string TwinPython() {
-  const char* env = std::getenv("GMLP_TORCH_VENV");
-  const std::string venv = env != nullptr && *env != '\0' ? env : "/var/cache/gmlp/torch-2.11.0";
-  const std::string python = JoinPath(venv, "bin/python");
-  return PathExists(python) ? python : "";
-}
+std::string TwinPython() { return gmlp::testing::TorchVenvTool("python"); }
 
 #define SKIP_WITHOUT_TWIN_PYTHON()                                                            \
   if (TwinPython().empty()) {                                                                 \

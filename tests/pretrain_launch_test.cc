@@ -47,12 +47,7 @@ constexpr int64_t kSteps = 200;
 constexpr auto kTimeout = std::chrono::seconds(240);
 
 // torch 2.11's torchrun from the venv `scripts/setup.sh --cuda` makes; "" when absent.
-std::string Torchrun() {
-  const char* venv = std::getenv("GMLP_TORCH_VENV");
-  const std::string path = JoinPath(
-      venv != nullptr && *venv != '\0' ? venv : "/var/cache/gmlp/torch-2.11.0", "bin/torchrun");
-  return PathExists(path) ? path : "";
-}
+std::string Torchrun() { return gmlp::testing::TorchVenvTool("torchrun"); }
 
 std::string g_shards;                         // made once per process
 std::map<int, std::string> g_reference_runs;  // world size -> an uninterrupted run

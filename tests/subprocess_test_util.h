@@ -32,6 +32,20 @@ namespace gmlp::testing {
 
 inline const std::string kGmlpBinary = GMLP_BINARY_DIR "/gmlp";
 
+// The torch 2.11 venv that `scripts/setup.sh --cuda` makes (scripts/python_env.sh adds the
+// readers: safetensors, transformers, tensorboard): $GMLP_TORCH_VENV, else
+// /var/cache/gmlp/torch-2.11.0.
+inline std::string TorchVenvDir() {
+  const char* venv = std::getenv("GMLP_TORCH_VENV");
+  return venv != nullptr && *venv != '\0' ? venv : "/var/cache/gmlp/torch-2.11.0";
+}
+
+// That venv's bin/<tool> (python, torchrun), or "" when it has none.
+inline std::string TorchVenvTool(const std::string& tool) {
+  const std::string path = JoinPath(TorchVenvDir(), "bin/" + tool);
+  return PathExists(path) ? path : "";
+}
+
 struct ChildOptions {
   std::vector<std::string> env;  // "NAME=value" added to (or replacing in) the environment
   std::string log;               // stdout and stderr go here

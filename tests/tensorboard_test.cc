@@ -39,12 +39,7 @@ const std::string kMoby = kSource + "/../shared/data/corpus/moby-dick/moby_dick.
 const std::string kSst2 = kSource + "/../shared/data/glue/SST-2";
 
 // The torch 2.11 environment's python; "" when absent.
-std::string VenvPython() {
-  const char* venv = std::getenv("GMLP_TORCH_VENV");
-  const std::string python = JoinPath(
-      venv != nullptr && *venv != '\0' ? venv : "/var/cache/gmlp/torch-2.11.0", "bin/python");
-  return PathExists(python) ? python : "";
-}
+std::string VenvPython() { return gmlp::testing::TorchVenvTool("python"); }
 
 // Runs argv with output to `log`; (exit code, log text).
 std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv,
