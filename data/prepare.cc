@@ -160,6 +160,8 @@ class Preparer {
   absl::StatusOr<bool> ReadFileBlocks(int64_t f, const tokenizer::CorpusOptions& corpus,
                                       BoundedQueue<Block>* queue, int64_t* global_block,
                                       int64_t* bytes_before);
+  // A file read to its end: its bytes and skipped lines into the totals, and the warning.
+  void CountFile(int64_t f, const tokenizer::CorpusStats& stats, int64_t* bytes_before);
   void Work(BoundedQueue<Block>* queue);
   // The reader on this thread and the encoding workers, until every block is done.
   absl::Status EncodeAll();
@@ -279,7 +281,11 @@ absl::StatusOr<bool> Preparer::ReadFileBlocks(int64_t f, const tokenizer::Corpus
     Progress(false);
   }
   if (!dispatch()) return false;
-  const tokenizer::CorpusStats& stats = reader->stats();
+  CountFile(f, reader->stats(), bytes_before);
+  return true;
+}
+
+void Preparer::CountFile(int64_t f, const tokenizer::CorpusStats& stats, int64_t* bytes_before) {
   *bytes_before += stats.bytes;
   bytes_read_.store(*bytes_before);
   if (OwnsFile(f)) {
@@ -292,7 +298,6 @@ absl::StatusOr<bool> Preparer::ReadFileBlocks(int64_t f, const tokenizer::Corpus
                  "this an error naming the first)\n",
                  files_[f].c_str(), static_cast<long long>(stats.invalid_utf8_lines));
   }
-  return true;
 }
 
 nlohmann::json Preparer::RecordFor(const Block& block, const BlockResult& r) const {

@@ -99,38 +99,32 @@ std::string Card(const ExportSource& s, const nlohmann::ordered_json& made_by,
   return absl::StrReplaceAll(card, {{"DIR", dir}});
 }
 
-// Loads what `path` names: a finetuned model (task.json beside model.pt, or under model/) or a
-// pretraining run/checkpoint. `holder` keeps the module alive.
-absl::Status LoadSource(const std::string& path, ExportSource* s,
-                        std::shared_ptr<torch::nn::Module>* holder) {
-  if (!PathExists(path)) {
-    return absl::NotFoundError(
-        absl::StrCat("--model=", path,
-                     " does not exist: pass a `gmlp pretrain` run or checkpoint directory, "
-                     "or a `gmlp finetune` output directory"));
+// A `gmlp finetune` output (task.json beside model.pt, or under model/).
+absl::Status LoadFinetuned(const std::string& path, ExportSource* s,
+                           std::shared_ptr<torch::nn::Module>* holder) {
+  GMLP_ASSIGN_OR_RETURN(finetune::FinetunedModel m, finetune::LoadFinetunedModel(path));
+  const std::string dir = PathExists(JoinPath(path, "task.json")) ? path : JoinPath(path, "model");
+  s->kind = model::kKindClassifier;
+  s->config = m.config;
+  s->tokenizer_path = JoinPath(dir, "tokenizer.model");
+  s->task = {{"name", m.task.name},
+             {"labels", m.task.is_regression() ? std::vector<std::string>{"score"} : m.task.labels},
+             {"max_len", m.max_len},
+             {"pair", m.task.is_pair()}};
+  s->trained = {{"source", dir}};
+  const std::string results = JoinPath(path, "results.json");
+  if (PathExists(results)) {
+    GMLP_ASSIGN_OR_RETURN(nlohmann::json r, ReadJsonFile(results, "re-run gmlp finetune"));
+    if (r.contains("summary")) s->trained["finetuned (dev, every seed)"] = r["summary"];
   }
-  if (PathExists(JoinPath(path, "task.json")) || PathExists(JoinPath(path, "model/task.json"))) {
-    GMLP_ASSIGN_OR_RETURN(finetune::FinetunedModel m, finetune::LoadFinetunedModel(path));
-    const std::string dir =
-        PathExists(JoinPath(path, "task.json")) ? path : JoinPath(path, "model");
-    s->kind = model::kKindClassifier;
-    s->config = m.config;
-    s->tokenizer_path = JoinPath(dir, "tokenizer.model");
-    s->task = {
-        {"name", m.task.name},
-        {"labels", m.task.is_regression() ? std::vector<std::string>{"score"} : m.task.labels},
-        {"max_len", m.max_len},
-        {"pair", m.task.is_pair()}};
-    s->trained = {{"source", dir}};
-    const std::string results = JoinPath(path, "results.json");
-    if (PathExists(results)) {
-      GMLP_ASSIGN_OR_RETURN(nlohmann::json r, ReadJsonFile(results, "re-run gmlp finetune"));
-      if (r.contains("summary")) s->trained["finetuned (dev, every seed)"] = r["summary"];
-    }
-    *holder = m.classifier.ptr();
-    s->module = holder->get();
-    return absl::OkStatus();
-  }
+  *holder = m.classifier.ptr();
+  s->module = holder->get();
+  return absl::OkStatus();
+}
+
+// A `gmlp pretrain` run or one of its checkpoints.
+absl::Status LoadPretrained(const std::string& path, ExportSource* s,
+                            std::shared_ptr<torch::nn::Module>* holder) {
   GMLP_ASSIGN_OR_RETURN(const std::string dir, pretrain::ResolveCheckpoint(path));
   const std::string config_path = JoinPath(dir, pretrain::kConfigFile);
   GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
@@ -166,6 +160,67 @@ absl::Status LoadSource(const std::string& path, ExportSource* s,
   return absl::OkStatus();
 }
 
+// Loads what `path` names: a finetuned model or a pretraining run/checkpoint. `holder` keeps the
+// module alive.
+absl::Status LoadSource(const std::string& path, ExportSource* s,
+                        std::shared_ptr<torch::nn::Module>* holder) {
+  if (!PathExists(path)) {
+    return absl::NotFoundError(
+        absl::StrCat("--model=", path,
+                     " does not exist: pass a `gmlp pretrain` run or checkpoint directory, "
+                     "or a `gmlp finetune` output directory"));
+  }
+  if (PathExists(JoinPath(path, "task.json")) || PathExists(JoinPath(path, "model/task.json"))) {
+    return LoadFinetuned(path, s, holder);
+  }
+  return LoadPretrained(path, s, holder);
+}
+
+// The module's tensors on the CPU; --dtype=bf16 casts the weights, while buffers (ALiBi's
+// slopes) keep their precision.
+model::TensorList ExportTensors(const ExportSource& s, const std::string& dtype) {
+  model::TensorList tensors = model::ModuleTensors(*s.module);
+  const size_t num_parameters = s.module->named_parameters(/*recurse=*/true).size();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    torch::Tensor& t = tensors[i].second;
+    t = t.detach().cpu();
+    if (dtype == "bf16" && t.is_floating_point() && i < num_parameters) t = t.to(torch::kBFloat16);
+  }
+  return tensors;
+}
+
+// config.json of a Hugging Face BERT export: BertConfig's keys, gmlp's own under "gmlp".
+nlohmann::ordered_json HfExportConfig(const ExportSource& s, const std::string& dtype,
+                                      const nlohmann::ordered_json& made_by) {
+  std::vector<std::string> labels;
+  if (s.kind == model::kKindClassifier) labels = s.task["labels"].get<std::vector<std::string>>();
+  nlohmann::ordered_json config = model::HfBertConfig(s.config, s.kind, labels);
+  config["dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
+  config["gmlp"] = {{"model", s.config.ToJson()}, {model::kMadeByKey, made_by}};
+  if (s.kind == model::kKindClassifier) config["gmlp"]["task"] = s.task;
+  return config;
+}
+
+// config.json of a gmlp-format export.
+nlohmann::ordered_json GmlpExportConfig(const ExportSource& s, const std::string& dtype,
+                                        const nlohmann::ordered_json& made_by) {
+  nlohmann::ordered_json config = {{"gmlp_export", model::kWeightsFormatVersion},
+                                   {"kind", s.kind},
+                                   {"model", s.config.ToJson()},
+                                   {"dtype", dtype == "bf16" ? "bfloat16" : "float32"},
+                                   {"tokenizer",
+                                    {{"file", model::kWeightsTokenizerFile},
+                                     {"pad_id", tokenizer::kPadId},
+                                     {"unk_id", tokenizer::kUnkId},
+                                     {"cls_id", tokenizer::kClsId},
+                                     {"sep_id", tokenizer::kSepId},
+                                     {"mask_id", tokenizer::kMaskId}}}};
+  if (s.kind == model::kKindClassifier) config["task"] = s.task;
+  config["trained"] = s.trained;
+  config[model::kMadeByKey] = made_by;
+  return config;
+}
+
 }  // namespace
 
 absl::Status WriteExport(const ExportSource& s, const std::string& output, const std::string& dtype,
@@ -177,40 +232,15 @@ absl::Status WriteExport(const ExportSource& s, const std::string& output, const
     return absl::InvalidArgumentError(absl::StrCat("--format=", format, " is not one of gmlp, hf"));
   }
   if (format == "hf") GMLP_RETURN_IF_ERROR(model::CheckHfBertCompatible(s.config));
-  model::TensorList tensors = model::ModuleTensors(*s.module);
-  const size_t num_parameters = s.module->named_parameters(/*recurse=*/true).size();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    torch::Tensor& t = tensors[i].second;
-    t = t.detach().cpu();
-    // --dtype casts the weights; buffers (ALiBi's slopes) keep their precision.
-    if (dtype == "bf16" && t.is_floating_point() && i < num_parameters) t = t.to(torch::kBFloat16);
-  }
+  model::TensorList tensors = ExportTensors(s, dtype);
   const nlohmann::ordered_json made_by = model::Provenance();
   nlohmann::ordered_json config;
   std::map<std::string, std::string> metadata = {{"format", "pt"}};
   if (format == "hf") {
     tensors = model::ToHfBert(tensors);
-    std::vector<std::string> labels;
-    if (s.kind == model::kKindClassifier) labels = s.task["labels"].get<std::vector<std::string>>();
-    config = model::HfBertConfig(s.config, s.kind, labels);
-    config["dtype"] = dtype == "bf16" ? "bfloat16" : "float32";
-    config["gmlp"] = {{"model", s.config.ToJson()}, {model::kMadeByKey, made_by}};
-    if (s.kind == model::kKindClassifier) config["gmlp"]["task"] = s.task;
+    config = HfExportConfig(s, dtype, made_by);
   } else {
-    config = {{"gmlp_export", model::kWeightsFormatVersion},
-              {"kind", s.kind},
-              {"model", s.config.ToJson()},
-              {"dtype", dtype == "bf16" ? "bfloat16" : "float32"},
-              {"tokenizer",
-               {{"file", model::kWeightsTokenizerFile},
-                {"pad_id", tokenizer::kPadId},
-                {"unk_id", tokenizer::kUnkId},
-                {"cls_id", tokenizer::kClsId},
-                {"sep_id", tokenizer::kSepId},
-                {"mask_id", tokenizer::kMaskId}}}};
-    if (s.kind == model::kKindClassifier) config["task"] = s.task;
-    config["trained"] = s.trained;
-    config[model::kMadeByKey] = made_by;
+    config = GmlpExportConfig(s, dtype, made_by);
     // A lone model.safetensors still says what it is (ReadInitWeights reads it).
     metadata["gmlp_export"] = std::to_string(model::kWeightsFormatVersion);
     metadata["kind"] = s.kind;

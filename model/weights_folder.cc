@@ -111,6 +111,45 @@ TensorList ToHfBert(const TensorList& tensors) {
   return out;
 }
 
+namespace {
+
+// Puts BERT tensor `name` (with its "bert." prefix) where gmlp's Transformer keeps it: into
+// `out`, or for a layer's query, key or value into that layer's `qkv` parts (concatenated
+// later). False when it has no place.
+bool MapHfTensor(const std::string& name, const torch::Tensor& t, TensorList* out,
+                 std::map<std::string, std::vector<torch::Tensor>>* qkv) {
+  const auto [module, leaf] = SplitLeaf(name);
+  std::string index, rest;
+  if (SplitIndexed(name, kHfLayers, &index, &rest)) {
+    const std::string block = absl::StrCat(kGmlpBlocks, index, ".");
+    const auto [layer_module, layer_leaf] = SplitLeaf(rest);
+    for (int i = 0; i < 3; ++i) {
+      if (layer_module == absl::StrCat("attention.self.", kQkv[i])) {
+        auto& parts = (*qkv)[absl::StrCat(block, "attn_qkv.", layer_leaf)];
+        parts.resize(3);
+        parts[i] = t;
+        return true;
+      }
+    }
+    for (const auto& [ours, theirs] : kHfBlock) {
+      if (layer_module == theirs) {
+        out->emplace_back(absl::StrCat(block, ours, ".", layer_leaf), t);
+        return true;
+      }
+    }
+    return false;
+  }
+  for (const auto& [ours, theirs] : kHfOuter) {
+    if (module == theirs) {
+      out->emplace_back(absl::StrCat(ours, ".", leaf), t);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<TensorList> FromHfBert(const TensorList& tensors, const std::string& origin) {
   // Checkpoints of a bare BertModel have no "bert." prefix.
   bool prefixed = false;
@@ -128,36 +167,7 @@ absl::StatusOr<TensorList> FromHfBert(const TensorList& tensors, const std::stri
         absl::StartsWith(name, "cls.predictions.decoder.")) {
       continue;
     }
-    const auto [module, leaf] = SplitLeaf(name);
-    std::string index, rest;
-    bool mapped = false;
-    if (SplitIndexed(name, kHfLayers, &index, &rest)) {
-      const std::string block = absl::StrCat(kGmlpBlocks, index, ".");
-      const auto [layer_module, layer_leaf] = SplitLeaf(rest);
-      for (int i = 0; i < 3 && !mapped; ++i) {
-        if (layer_module == absl::StrCat("attention.self.", kQkv[i])) {
-          auto& parts = qkv[absl::StrCat(block, "attn_qkv.", layer_leaf)];
-          parts.resize(3);
-          parts[i] = t;
-          mapped = true;
-        }
-      }
-      for (const auto& [ours, theirs] : kHfBlock) {
-        if (!mapped && layer_module == theirs) {
-          out.emplace_back(absl::StrCat(block, ours, ".", layer_leaf), t);
-          mapped = true;
-        }
-      }
-    } else {
-      for (const auto& [ours, theirs] : kHfOuter) {
-        if (module == theirs) {
-          out.emplace_back(absl::StrCat(ours, ".", leaf), t);
-          mapped = true;
-          break;
-        }
-      }
-    }
-    if (!mapped) {
+    if (!MapHfTensor(name, t, &out, &qkv)) {
       return absl::InvalidArgumentError(
           absl::StrCat(origin, ": tensor '", raw_name,
                        "' has no place in gmlp's Transformer (a BERT with other parts? gmlp maps "

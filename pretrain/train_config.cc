@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/field_json.h"
 #include "common/file_util.h"
+#include "common/status.h"
 #include "kernels/policy.h"
 
 namespace gmlp::pretrain {
@@ -29,10 +30,47 @@ absl::StatusOr<TrainConfig> TrainConfig::FromJson(const nlohmann::json& j) {
   return FromJson(j, TrainConfig());
 }
 
+namespace {
+
+// bad(key, value, what is wrong...): one line naming the key as its source set it.
+template <typename... Parts>
+absl::Status Bad(const KeyOrigins& origins, const char* key, const nlohmann::json& value,
+                 const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
+}
+
+// The optimizer's rates and the schedule's steps.
+absl::Status ValidateRates(const TrainConfig& c, const KeyOrigins& origins) {
+  auto bad = [&origins](const char* key, const nlohmann::json& value, const auto&... parts) {
+    return Bad(origins, key, value, parts...);
+  };
+  // The upper bounds are far above any useful value, and keep out the ones (lr 1e300) that
+  // turn the first step's weights into inf.
+  if (!(c.lr > 0 && c.lr <= 1)) return bad("lr", c.lr, " must be in (0, 1]");
+  if (c.warmup_steps < 0 || c.warmup_steps > c.steps) {
+    return bad("warmup_steps", c.warmup_steps, " must be in [0, ",
+               origins.Mention("steps", c.steps), "]");
+  }
+  if (!(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1)) {
+    return bad("min_lr_ratio", c.min_lr_ratio, " must be in [0, 1]");
+  }
+  if (!(c.weight_decay >= 0 && c.weight_decay <= 1)) {
+    return bad("weight_decay", c.weight_decay, " must be in [0, 1]");
+  }
+  if (!(c.beta1 >= 0 && c.beta1 < 1)) return bad("beta1", c.beta1, " must be in [0, 1)");
+  if (!(c.beta2 >= 0 && c.beta2 < 1)) return bad("beta2", c.beta2, " must be in [0, 1)");
+  if (!(c.eps > 0 && c.eps <= 1)) return bad("eps", c.eps, " must be in (0, 1]");
+  if (!(c.clip_norm >= 0 && std::isfinite(c.clip_norm))) {
+    return bad("clip_norm", c.clip_norm, " must be finite and >= 0 (0 = off)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
-  // bad(key, value, what is wrong...): one line naming the key as its source set it.
-  auto bad = [&origins](const char* key, const nlohmann::json& value, auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
+  auto bad = [&origins](const char* key, const nlohmann::json& value, const auto&... parts) {
+    return Bad(origins, key, value, parts...);
   };
   // A batch is a tensor dimension: the model's bound (model/config.cc).
   constexpr int64_t kMaxBatch = int64_t{1} << 20;
@@ -51,25 +89,7 @@ absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
     return bad("schedule", schedule, " is not one of linear, cosine");
   }
   if (!kernels::ParsePolicy(kernels)) return bad("kernels", kernels, " is not one of auto, aten");
-  // Rates: the upper bounds are far above any useful value, and keep out the ones (lr 1e300)
-  // that turn the first step's weights into inf.
-  if (!(lr > 0 && lr <= 1)) return bad("lr", lr, " must be in (0, 1]");
-  if (warmup_steps < 0 || warmup_steps > steps) {
-    return bad("warmup_steps", warmup_steps, " must be in [0, ", origins.Mention("steps", steps),
-               "]");
-  }
-  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) {
-    return bad("min_lr_ratio", min_lr_ratio, " must be in [0, 1]");
-  }
-  if (!(weight_decay >= 0 && weight_decay <= 1)) {
-    return bad("weight_decay", weight_decay, " must be in [0, 1]");
-  }
-  if (!(beta1 >= 0 && beta1 < 1)) return bad("beta1", beta1, " must be in [0, 1)");
-  if (!(beta2 >= 0 && beta2 < 1)) return bad("beta2", beta2, " must be in [0, 1)");
-  if (!(eps > 0 && eps <= 1)) return bad("eps", eps, " must be in (0, 1]");
-  if (!(clip_norm >= 0 && std::isfinite(clip_norm))) {
-    return bad("clip_norm", clip_norm, " must be finite and >= 0 (0 = off)");
-  }
+  GMLP_RETURN_IF_ERROR(ValidateRates(*this, origins));
   if (!(mask_rate > 0 && mask_rate < 1)) return bad("mask_rate", mask_rate, " must be in (0, 1)");
   for (const auto& [key, every] : {std::pair<const char*, int64_t>{"log_every", log_every},
                                    {"eval_every", eval_every},

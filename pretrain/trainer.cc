@@ -185,6 +185,44 @@ void Trainer::SeedDropout() {
   gen.set_current_seed(seed);
 }
 
+absl::StatusOr<std::vector<data::MlmBatch>> Trainer::NextMicroBatches(StepStats* s, double* masked,
+                                                                      double* tokens) {
+  std::vector<data::MlmBatch> batches;
+  batches.reserve(accumulation_);
+  for (int64_t k = 0; k < accumulation_; ++k) {
+    const auto t0 = Clock::now();
+    GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, train_->Next());
+    s->data_wait_s += Seconds(t0);
+    *masked += static_cast<double>(batch.masked_index.size());
+    *tokens += static_cast<double>(batch.batch_size * batch.seq_len);
+    batches.push_back(std::move(batch));
+  }
+  return batches;
+}
+
+torch::Tensor Trainer::ForwardBackward(const std::vector<data::MlmBatch>& batches,
+                                       const torch::Tensor& denom) {
+  SeedDropout();
+  module_->train();
+  const auto f64 = torch::TensorOptions(torch::kFloat64).device(device_);
+  torch::Tensor loss_sum = torch::zeros({}, f64), correct = torch::zeros({}, f64);
+  for (size_t k = 0; k < batches.size(); ++k) {
+    MlmTensors t = ToTensors(batches[k], device_);
+    if (k + 1 == batches.size()) sync_->PrepareFinalBackward();
+    torch::Tensor logits_MV;
+    {
+      kernels::AutocastScope autocast(config_.bf16);
+      logits_MV = forward_(t.input, t.masked_index);
+    }
+    const kernels::CrossEntropySum loss = kernels::SumCrossEntropy(logits_MV, t.labels);
+    (loss.loss / denom).backward();
+    loss_sum += loss.loss.detach();
+    correct += loss.argmax.eq(t.labels).sum();
+  }
+  sync_->Finish();
+  return torch::stack({loss_sum, correct});
+}
+
 // One optimizer step, enqueued without waiting for the device: the loss, correct predictions,
 // token counts and gradient norm stay in device tensors (`sums_`), and only a `sync` step reads
 // them back, once, before its update. So a GPU never stalls inside a step, and a step that is
@@ -198,18 +236,9 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
   s.step = step_ + 1;
 
   // All micro-batches first: the loss is normalised by the global masked-token count.
-  std::vector<data::MlmBatch> batches;
-  batches.reserve(accumulation_);
   double local_masked = 0, local_tokens = 0;
-  for (int64_t k = 0; k < accumulation_; ++k) {
-    const auto t0 = Clock::now();
-    GMLP_ASSIGN_OR_RETURN(data::MlmBatch batch, train_->Next());
-    s.data_wait_s += Seconds(t0);
-    local_masked += static_cast<double>(batch.masked_index.size());
-    local_tokens += static_cast<double>(batch.batch_size * batch.seq_len);
-    batches.push_back(std::move(batch));
-  }
-  const auto f64 = torch::TensorOptions(torch::kFloat64).device(device_);
+  GMLP_ASSIGN_OR_RETURN(const std::vector<data::MlmBatch> batches,
+                        NextMicroBatches(&s, &local_masked, &local_tokens));
   // The third count is how many ranks were asked to stop (preempt.h): summed with the others, so
   // every rank learns of a request at the same step.
   const double stop = StopSignal() != 0 ? 1.0 : 0.0;
@@ -220,24 +249,7 @@ absl::StatusOr<StepStats> Trainer::TrainStep(bool sync) {
   if (device_.is_cpu()) s.stop_requested = counts[2].item<double>() > 0;
   const torch::Tensor denom = counts[0].clamp_min(1.0).to(torch::kFloat32);
 
-  SeedDropout();
-  module_->train();
-  torch::Tensor loss_sum = torch::zeros({}, f64), correct = torch::zeros({}, f64);
-  for (int64_t k = 0; k < accumulation_; ++k) {
-    MlmTensors t = ToTensors(batches[k], device_);
-    if (k == accumulation_ - 1) sync_->PrepareFinalBackward();
-    torch::Tensor logits_MV;
-    {
-      kernels::AutocastScope autocast(config_.bf16);
-      logits_MV = forward_(t.input, t.masked_index);
-    }
-    const kernels::CrossEntropySum loss = kernels::SumCrossEntropy(logits_MV, t.labels);
-    (loss.loss / denom).backward();
-    loss_sum += loss.loss.detach();
-    correct += loss.argmax.eq(t.labels).sum();
-  }
-  sync_->Finish();
-  torch::Tensor sums = torch::stack({loss_sum, correct});
+  torch::Tensor sums = ForwardBackward(batches, denom);
   dist_->AllreduceSum(sums);
   const torch::Tensor grad_norm = ClipGradNormAsync(params_, config_.clip_norm);
   // (loss_sum, correct, masked, tokens, stop requests, grad_norm) of the global batch.

@@ -126,6 +126,13 @@ class Trainer {
 
  private:
   absl::Status SyncStats(StepStats* stats) const;
+  // The step's accumulation_ micro-batches, adding their masked and all tokens to the counts.
+  absl::StatusOr<std::vector<data::MlmBatch>> NextMicroBatches(StepStats* s, double* masked,
+                                                               double* tokens);
+  // Forward and backward over the micro-batches, the loss normalised by `denom` (the global
+  // masked-token count); the gradient sync finishes inside. (loss sum, correct) on the device.
+  torch::Tensor ForwardBackward(const std::vector<data::MlmBatch>& batches,
+                                const torch::Tensor& denom);
   // Writes this step's checkpoint (unless it exists), waits for every rank, returns Cancelled.
   absl::Status StopForPreemption();
   void SeedDropout();

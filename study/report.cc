@@ -514,6 +514,51 @@ void AppendFloorCaveat(const std::vector<CellResult>& cells, double floor,
   }
 }
 
+// The pretraining loss nearest 1/4, 1/2 and 3/4 of a cell's steps ("–" without a curve).
+std::string CurveMarks(const CellResult& c) {
+  std::vector<std::string> marks;
+  for (double f : {0.25, 0.5, 0.75}) {
+    const CurvePoint* best = nullptr;
+    for (const CurvePoint& p : c.curve) {
+      if (best == nullptr ||
+          std::abs(p.step - f * c.pretrain_steps) < std::abs(best->step - f * c.pretrain_steps)) {
+        best = &p;
+      }
+    }
+    marks.push_back(best ? absl::StrFormat("%.2f", best->loss) : std::string("–"));
+  }
+  return absl::StrJoin(marks, ", ");
+}
+
+// The gMLP SGU variants of each size, best to worst held-out perplexity, against the paper's
+// order (Table 3).
+void AppendSguOrder(const std::vector<CellResult>& cells, std::string* md) {
+  std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
+  for (const CellResult& c : cells) {
+    if (c.arch == "gmlp") by_size[{SizeRank(c.size), c.size}].push_back(&c);
+  }
+  const std::vector<std::string> paper = {"split", "multiplicative", "additive", "linear"};
+  for (auto& [key, list] : by_size) {
+    if (list.size() < 2) continue;
+    std::sort(list.begin(), list.end(), [](const CellResult* a, const CellResult* b) {
+      return a->mlm_perplexity < b->mlm_perplexity;
+    });
+    std::vector<std::string> observed;
+    for (const CellResult* c : list) observed.push_back(c->sgu.empty() ? "split" : c->sgu);
+    std::vector<std::string> expected;
+    for (const std::string& p : paper) {
+      if (std::find(observed.begin(), observed.end(), p) != observed.end()) expected.push_back(p);
+    }
+    absl::StrAppend(md, "\nSGU variants of gMLP-", key.second,
+                    ", best to worst: ", absl::StrJoin(observed, " < "), ". ",
+                    observed == expected ? "This **matches** the paper's order."
+                                         : absl::StrCat("The paper's order would be ",
+                                                        absl::StrJoin(expected, " < "),
+                                                        "; it **does not match** at this scale."),
+                    "\n");
+  }
+}
+
 // Every cell's held-out MLM loss and perplexity, its curve, and the SGU variants' order.
 void AppendPerplexity(const std::vector<CellResult>& cells, double floor, std::string* md) {
   absl::StrAppend(md, "## Held-out MLM perplexity\n\n");
@@ -541,47 +586,13 @@ void AppendPerplexity(const std::vector<CellResult>& cells, double floor, std::s
                   floor > 0 ? " below the floor |\n|---|---|---:|---:|---|---:|---:|---:|\n"
                             : "\n|---|---|---:|---:|---|---:|---:|\n");
   for (const CellResult& c : cells) {
-    std::vector<std::string> marks;
-    for (double f : {0.25, 0.5, 0.75}) {
-      const CurvePoint* best = nullptr;
-      for (const CurvePoint& p : c.curve) {
-        if (best == nullptr ||
-            std::abs(p.step - f * c.pretrain_steps) < std::abs(best->step - f * c.pretrain_steps)) {
-          best = &p;
-        }
-      }
-      marks.push_back(best ? absl::StrFormat("%.2f", best->loss) : std::string("–"));
-    }
     absl::StrAppend(md, "| ", c.name, " | ", c.sgu.empty() ? "–" : c.sgu, " | ", Params(c.params),
-                    " | ", absl::StrFormat("%.2fM", c.pretrain_tokens / 1e6), " | ",
-                    absl::StrJoin(marks, ", "), " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
+                    " | ", absl::StrFormat("%.2fM", c.pretrain_tokens / 1e6), " | ", CurveMarks(c),
+                    " | ", absl::StrFormat("%.3f", c.mlm_loss), " | ",
                     absl::StrFormat("%.1f", c.mlm_perplexity), " |",
                     floor > 0 ? absl::StrFormat(" %+.3f |", floor - c.mlm_loss) : "", "\n");
   }
-  std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
-  for (const CellResult& c : cells) {
-    if (c.arch == "gmlp") by_size[{SizeRank(c.size), c.size}].push_back(&c);
-  }
-  const std::vector<std::string> paper = {"split", "multiplicative", "additive", "linear"};
-  for (auto& [key, list] : by_size) {
-    if (list.size() < 2) continue;
-    std::sort(list.begin(), list.end(), [](const CellResult* a, const CellResult* b) {
-      return a->mlm_perplexity < b->mlm_perplexity;
-    });
-    std::vector<std::string> observed;
-    for (const CellResult* c : list) observed.push_back(c->sgu.empty() ? "split" : c->sgu);
-    std::vector<std::string> expected;
-    for (const std::string& p : paper) {
-      if (std::find(observed.begin(), observed.end(), p) != observed.end()) expected.push_back(p);
-    }
-    absl::StrAppend(md, "\nSGU variants of gMLP-", key.second,
-                    ", best to worst: ", absl::StrJoin(observed, " < "), ". ",
-                    observed == expected ? "This **matches** the paper's order."
-                                         : absl::StrCat("The paper's order would be ",
-                                                        absl::StrJoin(expected, " < "),
-                                                        "; it **does not match** at this scale."),
-                    "\n");
-  }
+  AppendSguOrder(cells, md);
 }
 
 }  // namespace

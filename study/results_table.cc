@@ -127,10 +127,72 @@ std::string FormatResultsTable(const std::vector<ResultRow>& rows) {
   return out;
 }
 
+namespace {
+
+using ColumnIndex = std::map<std::string, size_t>;
+
+// The header line: every required column present.
+absl::StatusOr<ColumnIndex> ReadHeader(const std::vector<std::string>& fields,
+                                       absl::string_view origin) {
+  ColumnIndex col;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    col[std::string(absl::StripAsciiWhitespace(fields[i]))] = i;
+  }
+  for (const std::string& c : RequiredColumns()) {
+    if (!col.count(c)) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ":1: no \"", c,
+                                                     "\" column; results.csv needs ",
+                                                     absl::StrJoin(RequiredColumns(), ", ")));
+    }
+  }
+  return col;
+}
+
+// One data line; an error names origin:line and the column.
+absl::StatusOr<ResultRow> ReadRow(const std::vector<std::string>& fields, const ColumnIndex& col,
+                                  absl::string_view origin, int64_t line_no) {
+  auto get = [&](const char* name) -> std::string {
+    auto it = col.find(name);
+    if (it == col.end() || it->second >= fields.size()) return "";
+    return std::string(absl::StripAsciiWhitespace(fields[it->second]));
+  };
+  auto bad = [&](const char* name) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ":", line_no, ": bad ", name, " '", get(name), "'"));
+  };
+  ResultRow r;
+  r.encoder = get("encoder");
+  r.size = get("size");
+  r.task = get("task");
+  r.kind = get("kind");
+  r.split = get("split");
+  r.control = get("control");
+  r.metric = get("metric");
+  r.predictions = get("predictions");
+  if (r.control.empty()) r.control = "none";
+  if (!get("params").empty() && !absl::SimpleAtoi(get("params"), &r.params)) return bad("params");
+  if (!absl::SimpleAtoi(get("seed"), &r.seed)) return bad("seed");
+  if (!absl::SimpleAtod(get("value"), &r.value)) return bad("value");
+  if (!absl::SimpleAtoi(get("n_examples"), &r.n_examples) || r.n_examples < 0) {
+    return bad("n_examples");
+  }
+  const std::string reported = get("reported");
+  if (!reported.empty() && reported != "0" && reported != "1") return bad("reported");
+  r.reported = reported != "0";
+  if (r.kind != "single" && r.kind != "cross" && r.kind != "probe") return bad("kind");
+  if (r.control != "none" && r.control != "second_only" && r.control != "majority") {
+    return bad("control");
+  }
+  if (r.task.empty()) return bad("task");
+  return r;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<ResultRow>> ParseResultsTable(absl::string_view text,
                                                          absl::string_view origin) {
   std::vector<ResultRow> rows;
-  std::map<std::string, size_t> col;
+  ColumnIndex col;
   int64_t line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -143,51 +205,10 @@ absl::StatusOr<std::vector<ResultRow>> ParseResultsTable(absl::string_view text,
           absl::StrCat(origin, ":", line_no, ": ", fields.status().message()));
     }
     if (col.empty()) {
-      for (size_t i = 0; i < fields->size(); ++i) {
-        col[std::string(absl::StripAsciiWhitespace((*fields)[i]))] = i;
-      }
-      for (const std::string& c : RequiredColumns()) {
-        if (!col.count(c)) {
-          return absl::InvalidArgumentError(absl::StrCat(origin, ":1: no \"", c,
-                                                         "\" column; results.csv needs ",
-                                                         absl::StrJoin(RequiredColumns(), ", ")));
-        }
-      }
+      GMLP_ASSIGN_OR_RETURN(col, ReadHeader(*fields, origin));
       continue;
     }
-    auto get = [&](const char* name) -> std::string {
-      auto it = col.find(name);
-      if (it == col.end() || it->second >= fields->size()) return "";
-      return std::string(absl::StripAsciiWhitespace((*fields)[it->second]));
-    };
-    auto bad = [&](const char* name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ":", line_no, ": bad ", name, " '", get(name), "'"));
-    };
-    ResultRow r;
-    r.encoder = get("encoder");
-    r.size = get("size");
-    r.task = get("task");
-    r.kind = get("kind");
-    r.split = get("split");
-    r.control = get("control");
-    r.metric = get("metric");
-    r.predictions = get("predictions");
-    if (r.control.empty()) r.control = "none";
-    if (!get("params").empty() && !absl::SimpleAtoi(get("params"), &r.params)) return bad("params");
-    if (!absl::SimpleAtoi(get("seed"), &r.seed)) return bad("seed");
-    if (!absl::SimpleAtod(get("value"), &r.value)) return bad("value");
-    if (!absl::SimpleAtoi(get("n_examples"), &r.n_examples) || r.n_examples < 0) {
-      return bad("n_examples");
-    }
-    const std::string reported = get("reported");
-    if (!reported.empty() && reported != "0" && reported != "1") return bad("reported");
-    r.reported = reported != "0";
-    if (r.kind != "single" && r.kind != "cross" && r.kind != "probe") return bad("kind");
-    if (r.control != "none" && r.control != "second_only" && r.control != "majority") {
-      return bad("control");
-    }
-    if (r.task.empty()) return bad("task");
+    GMLP_ASSIGN_OR_RETURN(ResultRow r, ReadRow(*fields, col, origin, line_no));
     rows.push_back(std::move(r));
   }
   if (col.empty()) return absl::InvalidArgumentError(absl::StrCat(origin, ": empty results table"));

@@ -36,6 +36,62 @@ double SeedRuns::Mean() const {
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
+namespace {
+
+// Groups each term with per-example data under the shared draw of its (pairing key, n):
+// `term_shared[k]` is term k's draw, null without examples. Returns the interval's method.
+std::string ShareExamples(const std::vector<ContrastTerm>& terms,
+                          std::map<std::pair<std::string, int64_t>, SharedExamples>* shared,
+                          std::vector<SharedExamples*>* term_shared) {
+  bool any_binomial = false, any_seeds_only = false;
+  term_shared->assign(terms.size(), nullptr);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const SeedRuns& r = *terms[k].runs;
+    if (r.has_examples()) {
+      const int64_t n = static_cast<int64_t>(r.correct.front().size());
+      SharedExamples& s = (*shared)[{r.pairing_key, n}];
+      s.n = n;
+      (*term_shared)[k] = &s;
+    } else if (r.proportion) {
+      any_binomial = true;
+    } else {
+      any_seeds_only = true;
+    }
+  }
+  return any_seeds_only ? "seeds only (no per-example data for a non-accuracy metric)"
+         : any_binomial ? "seeds+examples (binomial)"
+                        : "seeds+examples (paired)";
+}
+
+// One replicate of a group's mean over its seeds: seeds drawn with replacement, each scored on
+// the shared test-set draw when it has per-example data, else on a binomial draw of its
+// accuracy, else as it is.
+double DrawSeedMean(const SeedRuns& r, const SharedExamples* shared, Rng& rng) {
+  const size_t seeds = r.values.size();
+  double sum = 0;
+  for (size_t d = 0; d < seeds; ++d) {
+    const size_t s = rng.Uniform(seeds);
+    if (shared != nullptr && s < r.correct.size() &&
+        static_cast<int64_t>(r.correct[s].size()) == shared->n) {
+      const std::vector<uint32_t>& m = shared->multiplicity;
+      int64_t hits = 0;
+      for (size_t j = 0; j < m.size(); ++j) hits += r.correct[s][j] ? m[j] : 0;
+      sum += m.empty() ? 0 : static_cast<double>(hits) / static_cast<double>(m.size());
+    } else if (r.proportion && s < r.n_examples.size() && r.n_examples[s] > 0) {
+      const int64_t n = r.n_examples[s];
+      const double p = std::clamp(r.values[s], 0.0, 1.0);
+      int64_t hits = 0;
+      for (int64_t i = 0; i < n; ++i) hits += rng.Unit() < p;
+      sum += static_cast<double>(hits) / static_cast<double>(n);
+    } else {
+      sum += r.values[s];
+    }
+  }
+  return sum / static_cast<double>(seeds);
+}
+
+}  // namespace
+
 Interval BootstrapContrast(const std::vector<ContrastTerm>& terms,
                            const BootstrapOptions& options) {
   Interval out;
@@ -43,26 +99,9 @@ Interval BootstrapContrast(const std::vector<ContrastTerm>& terms,
     if (t.runs == nullptr || t.runs->values.empty()) return out;
     out.estimate += t.weight * t.runs->Mean();
   }
-  // Each group with examples joins the shared draw of its (pairing key, n).
   std::map<std::pair<std::string, int64_t>, SharedExamples> shared;
-  std::vector<SharedExamples*> term_shared(terms.size(), nullptr);
-  bool any_binomial = false, any_seeds_only = false;
-  for (size_t k = 0; k < terms.size(); ++k) {
-    const SeedRuns& r = *terms[k].runs;
-    if (r.has_examples()) {
-      const int64_t n = static_cast<int64_t>(r.correct.front().size());
-      SharedExamples& s = shared[{r.pairing_key, n}];
-      s.n = n;
-      term_shared[k] = &s;
-    } else if (r.proportion) {
-      any_binomial = true;
-    } else {
-      any_seeds_only = true;
-    }
-  }
-  out.method = any_seeds_only ? "seeds only (no per-example data for a non-accuracy metric)"
-               : any_binomial ? "seeds+examples (binomial)"
-                              : "seeds+examples (paired)";
+  std::vector<SharedExamples*> term_shared;
+  out.method = ShareExamples(terms, &shared, &term_shared);
 
   Rng rng(SplitMix64(options.seed));
   std::vector<double> reps;
@@ -74,28 +113,7 @@ Interval BootstrapContrast(const std::vector<ContrastTerm>& terms,
     }
     double value = 0;
     for (size_t k = 0; k < terms.size(); ++k) {
-      const SeedRuns& r = *terms[k].runs;
-      const size_t seeds = r.values.size();
-      double sum = 0;
-      for (size_t d = 0; d < seeds; ++d) {
-        const size_t s = rng.Uniform(seeds);
-        if (term_shared[k] != nullptr && s < r.correct.size() &&
-            static_cast<int64_t>(r.correct[s].size()) == term_shared[k]->n) {
-          const std::vector<uint32_t>& m = term_shared[k]->multiplicity;
-          int64_t hits = 0;
-          for (size_t j = 0; j < m.size(); ++j) hits += r.correct[s][j] ? m[j] : 0;
-          sum += m.empty() ? 0 : static_cast<double>(hits) / static_cast<double>(m.size());
-        } else if (r.proportion && s < r.n_examples.size() && r.n_examples[s] > 0) {
-          const int64_t n = r.n_examples[s];
-          const double p = std::clamp(r.values[s], 0.0, 1.0);
-          int64_t hits = 0;
-          for (int64_t i = 0; i < n; ++i) hits += rng.Unit() < p;
-          sum += static_cast<double>(hits) / static_cast<double>(n);
-        } else {
-          sum += r.values[s];
-        }
-      }
-      value += terms[k].weight * sum / static_cast<double>(seeds);
+      value += terms[k].weight * DrawSeedMean(*terms[k].runs, term_shared[k], rng);
     }
     reps.push_back(value);
   }
