@@ -34,6 +34,43 @@ absl::Status ValidateMaskingOptions(const MaskingOptions& o) {
 Masker::Masker(const MaskingOptions& options, int64_t vocab_size, std::vector<bool> word_starts)
     : options_(options), vocab_size_(vocab_size), word_starts_(std::move(word_starts)) {}
 
+void Masker::ChooseTokens(int64_t budget, Rng* rng) {
+  // Partial Fisher-Yates: the first `budget` slots become a uniform sample without replacement.
+  const size_t m = candidates_.size();
+  const size_t k = std::min<size_t>(static_cast<size_t>(budget), m);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t j = i + static_cast<size_t>(rng->Uniform(m - i));
+    std::swap(candidates_[i], candidates_[j]);
+    chosen_.push_back(candidates_[i]);
+  }
+}
+
+void Masker::ChooseWholeWords(const int32_t* ids, int64_t budget, Rng* rng) {
+  words_.clear();
+  for (int32_t pos : candidates_) {
+    const int32_t id = ids[pos];
+    const bool starts = words_.empty() || words_.back().first + words_.back().second != pos ||
+                        (id >= 0 && static_cast<size_t>(id) < word_starts_.size() &&
+                         word_starts_[static_cast<size_t>(id)]);
+    if (starts) {
+      words_.emplace_back(pos, 1);
+    } else {
+      ++words_.back().second;
+    }
+  }
+  int64_t total = 0;
+  const size_t m = words_.size();
+  for (size_t i = 0; i < m && total < budget; ++i) {
+    const size_t j = i + static_cast<size_t>(rng->Uniform(m - i));
+    std::swap(words_[i], words_[j]);
+    const auto [start, len] = words_[i];
+    // As BERT does: a word that would overshoot the budget is skipped, not cut.
+    if (total + len > budget) continue;
+    for (int32_t p = start; p < start + len; ++p) chosen_.push_back(p);
+    total += len;
+  }
+}
+
 void Masker::MaskSequence(int32_t* ids, int64_t n, int64_t flat_offset, Rng* rng,
                           std::vector<int64_t>* masked_index, std::vector<int32_t>* masked_labels) {
   candidates_.clear();
@@ -46,39 +83,10 @@ void Masker::MaskSequence(int32_t* ids, int64_t n, int64_t flat_offset, Rng* rng
       1, std::llround(options_.mask_rate * static_cast<double>(candidates_.size())));
 
   chosen_.clear();
-  if (!options_.whole_word) {
-    // Partial Fisher-Yates: the first `budget` slots become a uniform sample without replacement.
-    const size_t m = candidates_.size();
-    const size_t k = std::min<size_t>(static_cast<size_t>(budget), m);
-    for (size_t i = 0; i < k; ++i) {
-      const size_t j = i + static_cast<size_t>(rng->Uniform(m - i));
-      std::swap(candidates_[i], candidates_[j]);
-      chosen_.push_back(candidates_[i]);
-    }
+  if (options_.whole_word) {
+    ChooseWholeWords(ids, budget, rng);
   } else {
-    words_.clear();
-    for (int32_t pos : candidates_) {
-      const int32_t id = ids[pos];
-      const bool starts = words_.empty() || words_.back().first + words_.back().second != pos ||
-                          (id >= 0 && static_cast<size_t>(id) < word_starts_.size() &&
-                           word_starts_[static_cast<size_t>(id)]);
-      if (starts) {
-        words_.emplace_back(pos, 1);
-      } else {
-        ++words_.back().second;
-      }
-    }
-    int64_t total = 0;
-    const size_t m = words_.size();
-    for (size_t i = 0; i < m && total < budget; ++i) {
-      const size_t j = i + static_cast<size_t>(rng->Uniform(m - i));
-      std::swap(words_[i], words_[j]);
-      const auto [start, len] = words_[i];
-      // As BERT does: a word that would overshoot the budget is skipped, not cut.
-      if (total + len > budget) continue;
-      for (int32_t p = start; p < start + len; ++p) chosen_.push_back(p);
-      total += len;
-    }
+    ChooseTokens(budget, rng);
   }
   std::sort(chosen_.begin(), chosen_.end());
 

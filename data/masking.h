@@ -50,6 +50,12 @@ class Masker {
                     std::vector<int64_t>* masked_index, std::vector<int32_t>* masked_labels);
 
  private:
+  // Into chosen_: `budget` of the candidates, uniformly without replacement.
+  void ChooseTokens(int64_t budget, Rng* rng);
+  // Into chosen_: whole words (a piece the vocabulary marks as a word start begins one) drawn
+  // in random order until `budget` pieces; a word that would overshoot it is skipped.
+  void ChooseWholeWords(const int32_t* ids, int64_t budget, Rng* rng);
+
   MaskingOptions options_;
   int64_t vocab_size_;
   std::vector<bool> word_starts_;

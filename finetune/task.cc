@@ -169,6 +169,31 @@ absl::StatusOr<SplitSpec> SplitFromJson(const nlohmann::json& j, const SplitSpec
   return s;
 }
 
+// The splits under `key` ("eval" or "test"): one split object, or a list of them named
+// default_name, default_name2, ...; none when the key is absent.
+absl::Status ReadSplitList(const nlohmann::json& j, const char* key, const SplitSpec& defaults,
+                           const std::string& default_name, absl::string_view origin,
+                           std::vector<SplitSpec>* out) {
+  if (!j.contains(key)) return absl::OkStatus();
+  const nlohmann::json& list = j.at(key);
+  if (list.is_object()) {  // one split may be given without the list
+    GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list, defaults, default_name, key, origin));
+    out->push_back(s);
+    return absl::OkStatus();
+  }
+  if (!list.is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": \"", key, "\" must be a list of split objects"));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string name = i == 0 ? default_name : absl::StrCat(default_name, i + 1);
+    GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list[i], defaults, name,
+                                                     absl::StrCat(key, "[", i, "]"), origin));
+    out->push_back(s);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 nlohmann::json SplitSpec::ToJson() const {
@@ -285,29 +310,8 @@ absl::StatusOr<TaskSpec> TaskSpec::FromJson(const nlohmann::json& j, absl::strin
         absl::StrCat(origin, ": no \"train\" split; add \"train\": {\"file\": ...}"));
   }
   GMLP_ASSIGN_OR_RETURN(t.train, SplitFromJson(j.at("train"), defaults, "train", "train", origin));
-  auto read_list = [&](const char* key, const std::string& default_name,
-                       std::vector<SplitSpec>* out) -> absl::Status {
-    if (!j.contains(key)) return absl::OkStatus();
-    const nlohmann::json& list = j.at(key);
-    if (list.is_object()) {  // one split may be given without the list
-      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list, defaults, default_name, key, origin));
-      out->push_back(s);
-      return absl::OkStatus();
-    }
-    if (!list.is_array()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": \"", key, "\" must be a list of split objects"));
-    }
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string name = i == 0 ? default_name : absl::StrCat(default_name, i + 1);
-      GMLP_ASSIGN_OR_RETURN(SplitSpec s, SplitFromJson(list[i], defaults, name,
-                                                       absl::StrCat(key, "[", i, "]"), origin));
-      out->push_back(s);
-    }
-    return absl::OkStatus();
-  };
-  GMLP_RETURN_IF_ERROR(read_list("eval", "dev", &t.eval));
-  GMLP_RETURN_IF_ERROR(read_list("test", "test", &t.test));
+  GMLP_RETURN_IF_ERROR(ReadSplitList(j, "eval", defaults, "dev", origin, &t.eval));
+  GMLP_RETURN_IF_ERROR(ReadSplitList(j, "test", defaults, "test", origin, &t.test));
   absl::Status st = t.Validate();
   if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", st.message()));
   return t;

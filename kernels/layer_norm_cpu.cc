@@ -98,6 +98,44 @@ __attribute__((always_inline)) inline void ForwardRowsImpl(const TIn* x, const E
   }
 }
 
+// Row i's dx = rs * (g - a - xhat * c), from the row's g = dy * w, xhat and the two means a and
+// c: with kGelu times GELU's slope (summed into gelu_bias's partial gradient), with kAdd plus
+// the residual's gradient and copied into ddelta when that is bf16.
+template <Prologue kP, typename TIn, typename TAct>
+__attribute__((always_inline)) inline void StoreRowGrad(
+    const Extras<TAct>& e, const float* __restrict g, const float* __restrict xhat,
+    const float* __restrict slope, float a, float c, float rs, int64_t i, int64_t d,
+    TIn* __restrict dxi, float* __restrict dgelu_part) {
+  if constexpr (kP == Prologue::kAdd) {
+    // A float32 delta's gradient is dx itself (no second copy); a bf16 one is dx rounded.
+    constexpr bool kWriteDdelta = !std::is_same_v<TAct, float>;
+    TAct* __restrict ddi = kWriteDdelta ? e.ddelta + i * d : nullptr;
+    if (e.dsum != nullptr) {
+      const float* dsi = e.dsum + i * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const float dv = rs * (g[j] - a - xhat[j] * c) + dsi[j];
+        Store(dv, dxi + j);
+        if constexpr (kWriteDdelta) Store(dv, ddi + j);
+      }
+    } else {
+      for (int64_t j = 0; j < d; ++j) {
+        const float dv = rs * (g[j] - a - xhat[j] * c);
+        Store(dv, dxi + j);
+        if constexpr (kWriteDdelta) Store(dv, ddi + j);
+      }
+    }
+  } else {
+    for (int64_t j = 0; j < d; ++j) {
+      float dv = rs * (g[j] - a - xhat[j] * c);
+      if constexpr (kP == Prologue::kGelu) {
+        dv *= slope[j];
+        dgelu_part[j] += dv;
+      }
+      Store(dv, dxi + j);
+    }
+  }
+}
+
 // Rows [begin, end) of one block: dx (of the input's type) and the block's partial dw, db (d
 // each); with kGelu also gelu_bias's partial gradient, with kAdd and a bf16 delta also ddelta.
 template <Prologue kP, typename TIn, typename TAct>
@@ -140,35 +178,7 @@ __attribute__((always_inline)) inline void BackwardRowsImpl(
     const float inv_d = 1.0f / static_cast<float>(d);
     const float a = LaneSum(d, [&](int64_t j) { return g[j]; }) * inv_d;
     const float c = LaneSum(d, [&](int64_t j) { return g[j] * xhat[j]; }) * inv_d;
-    TIn* dxi = dx + i * d;
-    if constexpr (kP == Prologue::kAdd) {
-      // A float32 delta's gradient is dx itself (no second copy); a bf16 one is dx rounded.
-      constexpr bool kWriteDdelta = !std::is_same_v<TAct, float>;
-      TAct* __restrict ddi = kWriteDdelta ? e.ddelta + i * d : nullptr;
-      if (e.dsum != nullptr) {
-        const float* dsi = e.dsum + i * d;
-        for (int64_t j = 0; j < d; ++j) {
-          const float dv = rs * (g[j] - a - xhat[j] * c) + dsi[j];
-          Store(dv, dxi + j);
-          if constexpr (kWriteDdelta) Store(dv, ddi + j);
-        }
-      } else {
-        for (int64_t j = 0; j < d; ++j) {
-          const float dv = rs * (g[j] - a - xhat[j] * c);
-          Store(dv, dxi + j);
-          if constexpr (kWriteDdelta) Store(dv, ddi + j);
-        }
-      }
-    } else {
-      for (int64_t j = 0; j < d; ++j) {
-        float dv = rs * (g[j] - a - xhat[j] * c);
-        if constexpr (kGelu) {
-          dv *= slope[j];
-          dgelu_part[j] += dv;
-        }
-        Store(dv, dxi + j);
-      }
-    }
+    StoreRowGrad<kP>(e, g, xhat, slope, a, c, rs, i, d, dx + i * d, dgelu_part);
   }
 }
 

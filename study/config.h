@@ -104,9 +104,19 @@ struct StudyConfig {
   }();
 
   // The field list, once, for every field but `finetune` (FinetuneOptions has its own):
-  // visit(name, field, help). ToJson and `gmlp study`'s flags are made from it.
+  // visit(name, field, help), in the order of study.json. ToJson and `gmlp study`'s flags are
+  // made from it.
   template <typename Self, typename Visit>
   static void ForEachField(Self& self, Visit&& visit) {
+    ForEachDataField(self, visit);
+    ForEachCellField(self, visit);
+    ForEachPretrainField(self, visit);
+    ForEachTaskField(self, visit);
+  }
+
+  // Where the data comes from: the output, the corpus, tokenizer and shards.
+  template <typename Self, typename Visit>
+  static void ForEachDataField(Self& self, Visit& visit) {
     visit("output", self.output, "study directory (re-run the same command to resume)");
     visit("data_dir", self.data_dir, "the shared data root (corpus, GLUE and NLI data)");
     visit("corpus", self.corpus,
@@ -123,6 +133,11 @@ struct StudyConfig {
           "an existing `gmlp prepare` shard directory: skips tokenizer training and prepare "
           "(give its --tokenizer too)");
     visit("seq_len", self.seq_len, "sequence length of the shards (the encoders' max_seq_len)");
+  }
+
+  // Which encoders make the cells.
+  template <typename Self, typename Visit>
+  static void ForEachCellField(Self& self, Visit& visit) {
     visit("archs", self.archs,
           "encoders, rows of the arch table: transformer, gmlp, amlp, mixer, fnet");
     visit("sizes", self.sizes, "preset sizes (tiny, mini, small, base): preset = <arch>-<size>");
@@ -138,6 +153,11 @@ struct StudyConfig {
           "learned (BERT's table)");
     visit("amlp_attn_sizes", self.amlp_attn_sizes,
           "aMLP tiny-attention widths, one aMLP cell each (first = the main aMLP)");
+  }
+
+  // Each cell's pretraining and its held-out evaluation.
+  template <typename Self, typename Visit>
+  static void ForEachPretrainField(Self& self, Visit& visit) {
     visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
     visit("pretrain_batch", self.pretrain_batch, "sequences per pretraining step");
     visit("pretrain_lr", self.pretrain_lr, "peak pretraining learning rate");
@@ -151,6 +171,11 @@ struct StudyConfig {
     visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
     visit("curve_points", self.curve_points,
           "held-out MLM loss evaluations during pretraining (the learning-curve plot)");
+  }
+
+  // The finetuning tasks, controls, probe and seeds.
+  template <typename Self, typename Visit>
+  static void ForEachTaskField(Self& self, Visit& visit) {
     visit("tasks", self.tasks,
           "study tasks: SST-2, CoLA (single-sentence); MNLI-like, SICK, RTE, SNLI-subset, STS-B "
           "(cross-sentence); probe-aligned, probe-shifted (the alignment probe)");

@@ -78,6 +78,42 @@ class Output {
   std::FILE* file_ = nullptr;
 };
 
+// Writes each line it is given as its ids (or pieces), space-separated, on a line of its own.
+class LineEncoder {
+ public:
+  LineEncoder(const Tokenizer& tokenizer, OutputFormat format, Output* out, EncodeFileStats* stats)
+      : tokenizer_(tokenizer), format_(format), out_(out), stats_(stats) {}
+
+  absl::Status Encode(absl::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ids_.clear();
+    GMLP_RETURN_IF_ERROR(tokenizer_.Encode(line, &ids_));
+    text_.clear();
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (i > 0) text_ += ' ';
+      if (format_ == OutputFormat::kId) {
+        char num[16];
+        const auto r = std::to_chars(num, num + sizeof(num), ids_[i]);
+        text_.append(num, r.ptr);
+      } else {
+        text_ += tokenizer_.IdToPiece(ids_[i]);
+      }
+    }
+    text_ += '\n';
+    ++stats_->lines;
+    stats_->ids += static_cast<int64_t>(ids_.size());
+    return out_->Write(text_);
+  }
+
+ private:
+  const Tokenizer& tokenizer_;
+  const OutputFormat format_;
+  Output* const out_;
+  EncodeFileStats* const stats_;
+  std::vector<int32_t> ids_;  // reused from line to line
+  std::string text_;
+};
+
 }  // namespace
 
 absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view name) {
@@ -97,29 +133,12 @@ absl::Status EncodeFile(const Tokenizer& tokenizer, const std::vector<std::strin
   GMLP_ASSIGN_OR_RETURN(std::unique_ptr<Output> out, Output::Open(output));
   EncodeFileStats local;
   std::vector<char> block(kReadBlock);
-  std::string line, text;
-  std::vector<int32_t> ids;
-  char num[16];
+  LineEncoder encoder(tokenizer, format, out.get(), &local);
+  std::string line;
   auto emit_line = [&]() -> absl::Status {
-    absl::string_view l(line);
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    ids.clear();
-    GMLP_RETURN_IF_ERROR(tokenizer.Encode(l, &ids));
-    text.clear();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i > 0) text += ' ';
-      if (format == OutputFormat::kId) {
-        const auto r = std::to_chars(num, num + sizeof(num), ids[i]);
-        text.append(num, r.ptr);
-      } else {
-        text += tokenizer.IdToPiece(ids[i]);
-      }
-    }
-    text += '\n';
-    ++local.lines;
-    local.ids += static_cast<int64_t>(ids.size());
+    const absl::Status st = encoder.Encode(line);
     line.clear();
-    return out->Write(text);
+    return st;
   };
   for (auto& source : sources) {
     bool partial = false;  // `line` holds the start of a line whose newline is not read yet
