@@ -40,14 +40,13 @@ struct StudyConfig {
   // "key=value,..." EncoderConfig overrides applied to every cell (e.g. "n_layers=2" for tests).
   std::string model_overrides;
   // The Transformer baseline is pre-LN: post-LN (BERT's) collapsed to the majority class at this
-  // scale (the study's default run of 2026-11-29: the post-LN Transformer-mini on SST-2 and SICK).
+  // scale (study/README.md, "Why these defaults").
   bool transformer_pre_ln = true;
   // The Transformer's positions, one Transformer cell per value; the first is the baseline every
   // encoder is compared with (and gets the controls). "learned" is BERT's position table (cell
   // "transformer-<size>"), "alibi" a distance bias on the attention scores instead (cell
   // "transformer-<size>-alibi", encoder "transformer-alibi"). ALiBi by default: at this scale
-  // learned positions did not leave the context-free floor (the long run's Transformer-tiny and
-  // -mini, results/2026-12-01-cpu-3h; bench/context_bench at length 128).
+  // learned positions did not leave the context-free floor (study/README.md).
   std::vector<std::string> transformer_positions = {"alibi"};
   // aMLP's tiny-attention width, one aMLP cell per value; the first is the main "amlp" encoder,
   // the others are reported as "amlp-attn<N>". The paper: 64 at d_model 512-1024 (1/8-1/16).
@@ -58,9 +57,8 @@ struct StudyConfig {
   double pretrain_lr = 2e-3;
   // "size=lr" entries: the peak pretraining lr of every cell of that size (all its encoders,
   // so the recipe stays the same for every encoder at a size); other sizes use pretrain_lr.
-  // Wider models want a lower lr: in the long run, gMLP-mini and aMLP-mini stayed on the
-  // context-free plateau at 2e-3 (results/2026-12-01-cpu-3h). Each cell checks the lr its
-  // pretraining recorded, so changing an entry affects only that size's cells.
+  // Wider models want a lower lr (study/README.md, "Why these defaults"). Each cell checks the lr
+  // its pretraining recorded, so changing an entry affects only that size's cells.
   std::vector<std::string> pretrain_lr_by_size = {};
   int64_t pretrain_warmup = 100;
   // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about

@@ -91,9 +91,8 @@ struct ProbeOptions {
 };
 
 // The longest probe sentence, in bytes, that a max_len-token pair leaves room for by default:
-// max_len - 8 (120 at 128, 56 at 64). Measured with an 8k-piece unigram tokenizer of the
-// Wikipedia extract (2026-12-05): at 64, 56-byte sentences made pairs of at most 60 tokens where
-// 60 bytes (15/16) made 65; at 128, 120 bytes fit (the study's default since 2026-11).
+// max_len - 8 (120 at 128, 56 at 64; how that was measured: study/README.md, "Why these
+// defaults").
 int64_t DefaultSentenceBytes(int64_t max_len);
 
 // One generated pair (the aligned and shifted versions differ only in `offset`).

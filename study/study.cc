@@ -125,16 +125,15 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
   if (config.transformer_pre_ln) {
     notes.push_back(
         "The Transformer baseline is pre-LN (with a final LayerNorm), the same recipe as the "
-        "other encoders: BERT's post-LN Transformer-mini collapsed to the majority class at this "
-        "scale in the study's earlier default run.");
+        "other encoders: BERT's post-LN Transformer collapses to the majority class at this "
+        "scale (study/README.md, \"Why these defaults\").");
   }
   if (config.transformer_positions.front() == "alibi") {
     notes.push_back(
         "The baseline Transformer has no position table: each head adds -m|i-j| to its "
         "attention scores (ALiBi, the reference slopes). With BERT's learned positions it "
-        "stayed on the context-free floor at this scale (the long run of 2026-12-01, "
-        "results/2026-12-01-cpu-3h; bench/context_bench: at length 128, learned-position "
-        "attention stays on the floor of a toy task that gMLP solves early).");
+        "stays on the context-free floor at this scale (study/README.md, \"Why these "
+        "defaults\").");
   }
   for (const CellSpec& c : cells) {
     const model::ArchSpec* spec = model::FindArch(c.arch);

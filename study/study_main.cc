@@ -21,8 +21,7 @@ constexpr char kUsage[] =
     "shared data: tokenizer, shards, then per cell (encoder x size) MLM pretraining for the "
     "same steps, held-out perplexity and finetuning on each task with k seeds. Resumable: "
     "re-run the same command to continue. Writes results.csv, summary.csv, report.md and "
-    "accuracy_vs_params.{png,svg}. The defaults took 63 minutes on 2 cores in fp32 (2026-12-01), "
-    "68% of it pretraining. --smoke "
+    "accuracy_vs_params.{png,svg}; study/README.md says what the defaults cost. --smoke "
     "starts from the smoke preset and --config=FILE from a settings file; flags given with "
     "them still win. --tokenizer names an existing .model.";
 
