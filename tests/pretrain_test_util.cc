@@ -1,7 +1,13 @@
 #include "tests/pretrain_test_util.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/mix64.h"
@@ -9,7 +15,33 @@
 #include "tokenizer/tokenizer.h"
 
 namespace gmlp::pretrain::testing {
-namespace {}  // namespace
+namespace {
+
+std::string TempBase() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+// What every FreshTempDir of this process is named after: <base>/gmlp_pretrain_test_<pid>_.
+std::string ProcessPrefix() { return absl::StrCat("gmlp_pretrain_test_", ::getpid(), "_"); }
+
+// At exit: this process's directories and the logs the tests write beside them (<dir>.log),
+// unless GMLP_KEEP_TEST_DIRS is set (to look at a failed run's files). A full suite left about
+// 1 GB under /tmp before.
+void RemoveThisProcessesDirs() {
+  if (std::getenv("GMLP_KEEP_TEST_DIRS") != nullptr) return;
+  const std::string base = TempBase(), prefix = ProcessPrefix();
+  DIR* d = ::opendir(base.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> doomed;
+  while (const dirent* e = ::readdir(d)) {
+    if (absl::StartsWith(e->d_name, prefix)) doomed.push_back(JoinPath(base, e->d_name));
+  }
+  ::closedir(d);
+  for (const std::string& path : doomed) (void)RemoveTree(path);
+}
+
+}  // namespace
 
 FakeLoader::FakeLoader(int64_t vocab, int64_t seq_len, int64_t batch, int rank, int world,
                        uint64_t seed, int64_t batches_per_epoch)
@@ -84,9 +116,9 @@ MlmForwardFn ForwardOf(TinyMlm model) {
 }
 
 std::string FreshTempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  const std::string dir = JoinPath(base != nullptr ? base : "/tmp",
-                                   absl::StrCat("gmlp_pretrain_test_", ::getpid(), "_", name));
+  static std::once_flag cleanup;
+  std::call_once(cleanup, [] { std::atexit(RemoveThisProcessesDirs); });
+  const std::string dir = JoinPath(TempBase(), ProcessPrefix() + name);
   (void)RemoveTree(dir);
   (void)MakeDirs(dir);
   return dir;

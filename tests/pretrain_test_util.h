@@ -58,7 +58,9 @@ TORCH_MODULE(TinyMlm);
 
 MlmForwardFn ForwardOf(TinyMlm model);
 
-// A fresh empty directory under the test temp dir.
+// A fresh empty directory under the test temp dir ($TEST_TMPDIR, else /tmp), named for this
+// process and `name`. It goes at the process's exit with every file named after it (a test's
+// <dir>.log), unless GMLP_KEEP_TEST_DIRS is set.
 std::string FreshTempDir(const std::string& name);
 
 }  // namespace gmlp::pretrain::testing
