@@ -14,14 +14,10 @@
 #include "common/json_file.h"
 #include "common/process.h"
 #include "gtest/gtest.h"
+#include "tests/file_test_util.h"
 
 namespace gmlp {
 namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/gmlp_common_test_XXXXXX";
-  return std::string(::mkdtemp(tmpl));
-}
 
 TEST(Checksum, KnownCrc32) {
   // The standard CRC-32 check value.
@@ -47,7 +43,8 @@ TEST(Checksum, AppendingAPiecesCrcEqualsUpdatingWithThePiece) {
 }
 
 TEST(FileUtil, AtomicWriteReplacesAndLeavesNoTemporary) {
-  const std::string dir = TempDir();
+  const testing::ScopedTempDir tmp("common_test");
+  const std::string& dir = tmp.path();
   const std::string path = JoinPath(dir, "f.txt");
   ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
   ASSERT_TRUE(WriteFileAtomic(path, "second").ok());
@@ -60,7 +57,8 @@ TEST(FileUtil, AtomicWriteReplacesAndLeavesNoTemporary) {
 }
 
 TEST(FileUtil, AtomicWriteIntoMissingDirectoryFailsCleanly) {
-  const std::string dir = TempDir();
+  const testing::ScopedTempDir tmp("common_test");
+  const std::string& dir = tmp.path();
   absl::Status st = WriteFileAtomic(JoinPath(dir, "no/such/dir/f"), "x");
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("no/such/dir"), std::string::npos);
@@ -87,7 +85,8 @@ TEST(FileUtil, JoinPath) {
 // Bytes after the JSON value are refused like any other damage: nlohmann's parser stops at a
 // NUL as if the text ended there, so "{}\0\0garbage" would otherwise read as "{}".
 TEST(JsonFile, TrailingBytesAfterTheValueAreAnErrorNamingFileAndOffset) {
-  const std::string dir = TempDir();
+  const testing::ScopedTempDir tmp("common_test");
+  const std::string& dir = tmp.path();
   const std::string path = JoinPath(dir, "c.json");
   ASSERT_TRUE(WriteFileAtomic(path, std::string("{\"a\": 1}\n\0\0garbage", 18)).ok());
   auto j = ReadJsonFile(path, "fix it");

@@ -24,6 +24,19 @@ inline std::string MakeTempDir(const char* name) {
 // it binds to, and its remove_all crashes (a null call inside torch 2.11's copy).
 inline void RemoveTempDir(const std::string& dir) { (void)RemoveTree(dir); }
 
+// A MakeTempDir directory removed with what it holds when this goes out of scope.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const char* name) : path_(MakeTempDir(name)) {}
+  ~ScopedTempDir() { RemoveTempDir(path_); }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 inline void WriteBytes(const std::string& path, absl::string_view bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr) << path;
