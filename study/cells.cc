@@ -10,6 +10,7 @@
 #include "model/arch.h"
 #include "model/config.h"
 #include "study/progress.h"
+#include "study/roles.h"
 
 namespace gmlp::study {
 namespace {
@@ -98,9 +99,10 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
     const std::string& size = c.sizes.front();
     for (const std::string& v : c.sgu_variants) {
       if (v == "split") continue;  // that is the main gMLP cell
-      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, "gmlp", size, v));
-      cells.push_back({absl::StrCat("gmlp-", size, "-sgu-", v), absl::StrCat("gmlp-sgu-", v),
-                       "gmlp", size, v, std::move(pc), false});
+      const std::string& arch = Roles().gating;
+      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainConfig pc, CellPretrainConfig(c, arch, size, v));
+      cells.push_back({absl::StrCat(arch, "-", size, "-sgu-", v), absl::StrCat(arch, "-sgu-", v),
+                       arch, size, v, std::move(pc), false});
     }
   }
   // Every cell is checked before any work starts (the study's own keys bound what it sets).

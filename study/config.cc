@@ -16,6 +16,7 @@
 #include "model/arch.h"
 #include "model/config.h"
 #include "study/probe.h"
+#include "study/roles.h"
 #include "study/tasks.h"
 
 namespace gmlp::study {
@@ -220,7 +221,8 @@ absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& 
 }
 
 std::string TransformerEncoder(const std::string& position) {
-  return position == "learned" ? "transformer" : absl::StrCat("transformer-", position);
+  const std::string& arch = Roles().baseline;
+  return position == "learned" ? arch : absl::StrCat(arch, "-", position);
 }
 
 std::string BaselineEncoder(const StudyConfig& config) {

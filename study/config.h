@@ -215,8 +215,8 @@ struct StudyConfig {
   absl::Status MergeJson(const nlohmann::json& j, const std::string& origin);
 };
 
-// The results table's encoder of the Transformer cell with `position`: "transformer" for BERT's
-// learned positions, "transformer-<position>" otherwise.
+// The results table's encoder of the baseline's (the Transformer's) cell with `position`: the
+// arch itself for BERT's learned positions, "<arch>-<position>" otherwise ("transformer-alibi").
 std::string TransformerEncoder(const std::string& position);
 // The encoder every other is compared with: the Transformer with transformer_positions[0].
 std::string BaselineEncoder(const StudyConfig& config);

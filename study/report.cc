@@ -19,6 +19,7 @@
 #include "finetune/metrics.h"
 #include "model/arch.h"
 #include "study/plot.h"
+#include "study/roles.h"
 #include "study/stats.h"
 #include "study/verdict.h"
 
@@ -470,6 +471,8 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, const std::string& basel
       EncoderLabel(baseline), " (`", baseline, "` in results.csv).\n\n");
   VerdictOptions options;
   options.baseline = baseline;
+  options.gmlp = Roles().gating;
+  options.amlp = Roles().gating_attention;
   auto verdicts = ComputeVerdicts(rows, options);
   if (!verdicts.ok()) {
     absl::StrAppend(md, "No verdicts: ", verdicts.status().message(), "\n\n");
@@ -535,7 +538,7 @@ std::string CurveMarks(const CellResult& c) {
 void AppendSguOrder(const std::vector<CellResult>& cells, std::string* md) {
   std::map<std::pair<int, std::string>, std::vector<const CellResult*>> by_size;
   for (const CellResult& c : cells) {
-    if (c.arch == "gmlp") by_size[{SizeRank(c.size), c.size}].push_back(&c);
+    if (c.arch == Roles().gating) by_size[{SizeRank(c.size), c.size}].push_back(&c);
   }
   const std::vector<std::string> paper = {"split", "multiplicative", "additive", "linear"};
   for (auto& [key, list] : by_size) {

@@ -28,6 +28,9 @@
 
 namespace gmlp::study {
 
+// The encoders in each role (results-table names). The report fills them from the arch table
+// (study/roles.h; this library is torch-free and does not read it); the defaults are the
+// default study's, for readers of a results.csv.
 struct VerdictOptions {
   std::string baseline = "transformer";
   std::string gmlp = "gmlp";

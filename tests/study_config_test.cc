@@ -13,7 +13,9 @@
 #include "data/manifest.h"
 #include "model/arch.h"
 #include "study/config.h"
+#include "study/roles.h"
 #include "study/study.h"
+#include "study/verdict.h"
 
 namespace gmlp::study {
 namespace {
@@ -104,6 +106,25 @@ TEST(StudyConfigTest, ArchsHelpNamesEveryArch) {
   for (const std::string& arch : model::ArchNames()) {
     EXPECT_NE(help.find(arch), std::string::npos) << arch << " is not in: " << help;
   }
+}
+
+// The hypothesis' encoders come from the table by their knobs; the verdicts' defaults (for
+// readers of a results.csv without the table) agree with them.
+TEST(StudyConfigTest, RolesAreTheTableRowsWithTheirKnobs) {
+  const StudyRoles& roles = Roles();
+  EXPECT_EQ(roles.baseline, "transformer");
+  EXPECT_EQ(roles.gating, "gmlp");
+  EXPECT_EQ(roles.gating_attention, "amlp");
+  for (const std::string* arch : {&roles.baseline, &roles.gating, &roles.gating_attention}) {
+    ASSERT_NE(model::FindArch(*arch), nullptr) << *arch;
+  }
+  EXPECT_TRUE(model::FindArch(roles.baseline)->has_position_schemes);
+  EXPECT_TRUE(model::FindArch(roles.gating)->has_sgu);
+  EXPECT_TRUE(model::FindArch(roles.gating_attention)->has_tiny_attention);
+  const VerdictOptions defaults;
+  EXPECT_EQ(defaults.baseline, roles.baseline);
+  EXPECT_EQ(defaults.gmlp, roles.gating);
+  EXPECT_EQ(defaults.amlp, roles.gating_attention);
 }
 
 // One Transformer cell per position scheme; the first is the baseline.
