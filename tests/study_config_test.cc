@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "data/manifest.h"
 #include "model/arch.h"
+#include "study/cells.h"
 #include "study/config.h"
 #include "study/roles.h"
 #include "study/study.h"
@@ -125,6 +126,29 @@ TEST(StudyConfigTest, RolesAreTheTableRowsWithTheirKnobs) {
   EXPECT_EQ(defaults.baseline, roles.baseline);
   EXPECT_EQ(defaults.gmlp, roles.gating);
   EXPECT_EQ(defaults.amlp, roles.gating_attention);
+}
+
+// The grid's names: the baseline's cell per position scheme, one aMLP cell per width, and the
+// SGU ablation's pretrain-only cells at the first size, all named after the table's roles.
+TEST(StudyConfigTest, CellsAreNamedAfterTheRoles) {
+  StudyConfig c;
+  ASSERT_TRUE(c.MergeJson(nlohmann::json::parse(R"({"archs": ["transformer", "gmlp", "amlp"],
+      "sizes": ["tiny"], "transformer_positions": ["alibi", "learned"],
+      "amlp_attn_sizes": [64, 16], "sgu_variants": ["linear"]})"),
+                          "<test>")
+                  .ok());
+  auto cells = Cells(c);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  std::vector<std::string> got;
+  for (const CellSpec& cell : *cells) {
+    got.push_back(absl::StrCat(cell.name, " ", cell.encoder, " ", cell.arch, " ", cell.sgu, " ",
+                               cell.finetune));
+  }
+  EXPECT_EQ(absl::StrJoin(got, "; "),
+            "transformer-tiny-alibi transformer-alibi transformer  1; "
+            "transformer-tiny transformer transformer  1; gmlp-tiny gmlp gmlp split 1; "
+            "amlp-tiny amlp amlp split 1; amlp-tiny-attn16 amlp-attn16 amlp split 1; "
+            "gmlp-tiny-sgu-linear gmlp-sgu-linear gmlp linear 0");
 }
 
 // One Transformer cell per position scheme; the first is the baseline.
