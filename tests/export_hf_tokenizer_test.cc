@@ -197,8 +197,8 @@ class HfTokenizerTest : public ::testing::Test {
   // Runs hf_tokenizer_check.py on `e`'s folder with the suite's inputs (once per model).
   static void RunTransformers(Exported* e) {
     if (!e->hf.empty()) return;
-    const std::string python = JoinPath(gmlp::testing::TorchVenvDir(), "bin/python");
-    if (!PathExists(python)) {
+    const std::string python = gmlp::testing::TorchVenvTool("python");
+    if (python.empty()) {
       GTEST_SKIP() << "no torch 2.11 venv at " << gmlp::testing::TorchVenvDir()
                    << " (bash scripts/setup.sh --cuda makes it, bash scripts/python_env.sh adds "
                       "transformers; or set GMLP_TORCH_VENV)";
