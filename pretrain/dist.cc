@@ -150,20 +150,17 @@ c10::intrusive_ptr<CollectiveGroup> MakeNcclGroup(const c10::intrusive_ptr<c10d:
 // TORCHELASTIC_RESTART_COUNT differs between nodes when only one of them failed).
 c10::intrusive_ptr<c10d::Store> ConnectStore(const DistEnv& env,
                                              std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(env.master_port);
+  options.timeout = timeout;
   if (!env.agent_store) {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<uint16_t>(env.master_port);
     options.isServer = env.rank == 0;
-    options.timeout = timeout;
     options.numWorkers = env.world_size;
     options.waitWorkers = true;
     return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
   }
 #if TORCH_VERSION_MAJOR >= 2
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<uint16_t>(env.master_port);
   options.isServer = false;
-  options.timeout = timeout;
   options.waitWorkers = false;
   c10::intrusive_ptr<c10d::Store> agent =
       c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
