@@ -23,6 +23,12 @@
 
 namespace gmlp {
 
+// `v` as JSON text for an error message. Never throws: bytes that are not UTF-8 (only strings
+// from the command line can hold them; the JSON parser refuses them) become U+FFFD.
+inline std::string JsonForMessage(const nlohmann::json& v) {
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Sets *out from `v` when `v` holds a value of T's kind that T can represent (T: bool, a signed
 // or unsigned integer, double, std::string, or a std::vector of one of those), and returns "".
 // Otherwise leaves *out alone and returns what is wrong, to follow the key in a message:
@@ -32,7 +38,7 @@ namespace gmlp {
 template <typename T>
 std::string ReadJsonValue(const nlohmann::json& v, T* out) {
   auto wrong = [&v](absl::string_view expected) {
-    return absl::StrCat(" is ", v.dump(), "; expected ", expected);
+    return absl::StrCat(" is ", JsonForMessage(v), "; expected ", expected);
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) return wrong("true or false");
@@ -42,8 +48,8 @@ std::string ReadJsonValue(const nlohmann::json& v, T* out) {
     const char* kind = std::is_signed_v<T> ? "an integer" : "a whole number >= 0";
     if (!v.is_number()) return wrong(kind);
     const auto out_of_range = [&] {
-      return absl::StrCat(" is ", v.dump(), ", out of range for ", kind, " (", Limits::min(),
-                          " to ", Limits::max(), ")");
+      return absl::StrCat(" is ", JsonForMessage(v), ", out of range for ", kind, " (",
+                          Limits::min(), " to ", Limits::max(), ")");
     };
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
@@ -141,20 +147,20 @@ class KeyOrigins {
   std::string Subject(const std::string& key, const nlohmann::json& value) const {
     const std::string source = Source(key);
     if (source.empty()) return Flag(key, value);
-    return absl::StrCat(source, ": \"", key, "\" ", value.dump());
+    return absl::StrCat(source, ": \"", key, "\" ", JsonForMessage(value));
   }
   // `key` = `value` further on in a line: `"steps" 1000 (FILE)` or `--steps=1000`.
   std::string Mention(const std::string& key, const nlohmann::json& value) const {
     const std::string source = Source(key);
     if (source.empty()) return Flag(key, value);
-    return absl::StrCat("\"", key, "\" ", value.dump(), " (", source, ")");
+    return absl::StrCat("\"", key, "\" ", JsonForMessage(value), " (", source, ")");
   }
 
  private:
   // As the command line writes it: a string bare, a list comma-separated.
   static std::string Flag(const std::string& key, const nlohmann::json& value) {
     auto text = [](const nlohmann::json& v) {
-      return v.is_string() ? v.get<std::string>() : v.dump();
+      return v.is_string() ? v.get<std::string>() : JsonForMessage(v);
     };
     std::string out = absl::StrCat("--", key, "=");
     if (!value.is_array()) return absl::StrCat(out, text(value));

@@ -9,29 +9,9 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-#include <fstream>
-#include <string>
+#include "kernels/policy.h"  // Bf16IsFast
 
 namespace gmlp::kernels {
-
-// Whether bf16 autocast pays off on this machine: a visible CUDA device, or a CPU with native
-// bf16 arithmetic (AVX-512 BF16 or AMX, as /proc/cpuinfo lists them). Elsewhere oneDNN emulates
-// bf16 matmuls 20-90x slower than fp32 (measured on an AVX2-only VM, bench/RESULTS.md), so
-// defaults that turn bf16 on read this instead of assuming.
-inline bool Bf16IsFast() {
-  static const bool fast = [] {
-    if (torch::cuda::is_available()) return true;
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line)) {
-      if (line.rfind("flags", 0) != 0) continue;
-      return line.find(" avx512_bf16") != std::string::npos ||
-             line.find(" amx_bf16") != std::string::npos;
-    }
-    return false;
-  }();
-  return fast;
-}
 
 // Whether CPU autocast is on (in any dtype).
 inline bool CpuAutocastEnabled() {

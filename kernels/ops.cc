@@ -14,6 +14,12 @@
 #include "kernels/split_heads.h"
 
 namespace gmlp::kernels {
+
+bool Bf16IsFast() {
+  static const bool fast = torch::cuda::is_available() || CpuHasNativeBf16();
+  return fast;
+}
+
 namespace {
 
 bool Auto() { return CurrentPolicy() == Policy::kAuto; }

@@ -22,6 +22,15 @@ void SetPolicy(Policy policy);
 const char* PolicyName(Policy policy);
 std::optional<Policy> ParsePolicy(std::string_view name);
 
+// Whether the CPU does bf16 arithmetic natively (AVX-512 BF16 or AMX, as /proc/cpuinfo lists
+// them). Elsewhere oneDNN emulates bf16 matmuls 20-90x slower than fp32 (measured on an AVX2-only
+// VM, bench/RESULTS.md).
+bool CpuHasNativeBf16();
+// Whether bf16 autocast pays off here: a visible CUDA device, or CpuHasNativeBf16(). Defaults
+// that turn bf16 on read this instead of assuming. Defined with LibTorch (ops.cc); declared here
+// so that configs whose defaults read it (study/config.h) stay torch-free.
+bool Bf16IsFast();
+
 // Sets the policy for a scope (tests, benchmarks), restoring the previous one after.
 class PolicyScope {
  public:

@@ -1,12 +1,10 @@
 // Closed-form parameter counts and training FLOPs per token (see flops.h). Notation: d d_model,
 // L n_layers, V vocab_size, T type_vocab_size, n_max max_seq_len, n the sequence length of the
-// FLOP count. The per-block formulas are in each block's file, next to the module (gmlp.cc,
-// transformer.cc, mixer.cc), and reached through the arch table; tests compare the counts with the
-// modules for every arch and SGU variant.
+// FLOP count. The per-block formulas are in the arch table's rows (arch.cc); tests compare the
+// counts with the modules for every arch and SGU variant.
 #include "model/flops.h"
 
 #include "model/arch.h"
-#include "model/layers.h"
 
 namespace gmlp::model {
 

@@ -76,38 +76,9 @@ Residual FnetBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   return {ffn_norm_->AddAndNormalize({y_ND, ffn_ND}).second, {}};
 }
 
-namespace {
-
-absl::Status Validate(const EncoderConfig&) { return absl::OkStatus(); }
-
-int64_t BlockParams(const EncoderConfig& c) {
-  const int64_t d = c.d_model, f = c.d_ffn;
-  // ffn_in, ffn_out, two LayerNorms; the Fourier mixing has no parameters.
-  return LinearParams(d, f) + LinearParams(f, d) + 2 * LayerNormParams(d);
-}
-
-double BlockFlops(const EncoderConfig& c, double n) {
-  const double d = c.d_model, f = c.d_ffn;
-  // Hidden-axis DFT as two (d x d) products: 4 d^2 per token. Sequence-axis DFT as two (n x n)
-  // products on every channel: 4 n d per token. Feed-forward: 2 * 2 d f.
-  return 4.0 * d * d + 4.0 * n * d + 4.0 * d * f;
-}
-
-bool LearnedPositions(const EncoderConfig&) { return true; }
-bool NoFinalNorm(const EncoderConfig&) { return false; }
-
-}  // namespace
-
-// Learned position embeddings (the paper's); no final LayerNorm (post-LN blocks).
-BlockSpec FnetBlockSpec() {
-  return {
-      &MakeBlock<FnetBlockImpl>,
-      &LearnedPositions,
-      &NoFinalNorm,
-      &Validate,
-      &BlockParams,
-      &BlockFlops,
-  };
+// The arch table's constructor (arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeFnetBlock(const EncoderConfig& config) {
+  return std::make_shared<FnetBlockImpl>(config);
 }
 
 }  // namespace gmlp::model

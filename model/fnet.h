@@ -47,8 +47,8 @@ class FnetBlockImpl : public EncoderBlockImpl {
 };
 TORCH_MODULE(FnetBlock);
 
-// The block's part of the FNet row of the arch table (model/arch.h).
-BlockSpec FnetBlockSpec();
+// The constructor of the FNet row of the arch table (model/arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeFnetBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model
 

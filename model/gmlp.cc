@@ -12,10 +12,6 @@
 
 namespace gmlp::model {
 
-int64_t GateWidth(const EncoderConfig& config) {
-  return config.sgu == "split" ? config.d_ffn / 2 : config.d_ffn;
-}
-
 GmlpBlockImpl::GmlpBlockImpl(const EncoderConfig& config, int64_t attn_size)
     : config_(config), split_(config.sgu == "split"), attn_size_(attn_size) {
   const int64_t d = config.d_model, f = config.d_ffn, g = GateWidth(config);
@@ -101,74 +97,14 @@ Residual GmlpBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   return {x_ND, kernels::Dropout(out_(s_NG), config_.dropout, is_training())};
 }
 
-namespace {
-
-// The tiny attention's width in the gMLP row (none) and in the aMLP row (attn_size); everything
-// below reads it, never the arch's name.
-template <bool kAmlp>
-int64_t AttnSize(const EncoderConfig& c) {
-  return kAmlp ? c.attn_size : 0;
+// The arch table's constructors (arch.cc): the tiny attention's width is the row's, none for
+// gMLP and attn_size for aMLP.
+std::shared_ptr<EncoderBlockImpl> MakeGmlpBlock(const EncoderConfig& config) {
+  return std::make_shared<GmlpBlockImpl>(config, 0);
 }
 
-template <bool kAmlp>
-std::shared_ptr<EncoderBlockImpl> MakeGmlpBlock(const EncoderConfig& c) {
-  return std::make_shared<GmlpBlockImpl>(c, AttnSize<kAmlp>(c));
+std::shared_ptr<EncoderBlockImpl> MakeAmlpBlock(const EncoderConfig& config) {
+  return std::make_shared<GmlpBlockImpl>(config, config.attn_size);
 }
-
-template <bool kAmlp>
-absl::Status Validate(const EncoderConfig& c) {
-  if (c.sgu == "split" && c.d_ffn % 2 != 0) {
-    return InvalidConfig(absl::StrCat("sgu=split halves Z, so d_ffn must be even, got ", c.d_ffn));
-  }
-  if (!(c.sgu_init_eps >= 0.0)) {
-    return InvalidConfig(absl::StrCat("sgu_init_eps must be >= 0, got ", c.sgu_init_eps));
-  }
-  if (kAmlp) GMLP_RETURN_IF_ERROR(CheckPositive("attn_size", c.attn_size));
-  return absl::OkStatus();
-}
-
-int64_t AttnInputWidth(const EncoderConfig& c) {
-  return c.attn_input == "block" ? c.d_model : c.d_ffn;
-}
-
-template <bool kAmlp>
-int64_t BlockParams(const EncoderConfig& c) {
-  const int64_t d = c.d_model, f = c.d_ffn, g = GateWidth(c), n_max = c.max_seq_len;
-  const int64_t a = AttnSize<kAmlp>(c);
-  // norm; U (as in_z1 + in_z2 for split: 2 (d g + g) = d f + f, the same count); sgu_norm;
-  // W (n_max^2) and b (n_max); V (g -> d); aMLP: attn_qkv (in -> 3a), attn_out (a -> g).
-  int64_t params = LayerNormParams(d) + LinearParams(d, f) + LayerNormParams(g) + n_max * n_max +
-                   n_max + LinearParams(g, d);
-  if (a > 0) params += LinearParams(AttnInputWidth(c), 3 * a) + LinearParams(a, g);
-  return params;
-}
-
-template <bool kAmlp>
-double BlockFlops(const EncoderConfig& c, double n) {
-  const double d = c.d_model, f = c.d_ffn, g = static_cast<double>(GateWidth(c));
-  const double a = static_cast<double>(AttnSize<kAmlp>(c));
-  // U: 2 d f. Spatial projection W (n x n) on g channels: 2 n g per token. V: 2 g d.
-  double flops = 2.0 * d * f + 2.0 * n * g + 2.0 * g * d;
-  if (a > 0) {
-    const double in = static_cast<double>(AttnInputWidth(c));
-    // q,k,v: 2 in 3a. Scores and probs @ v: 2 n a each. Output projection: 2 a g.
-    flops += 6.0 * in * a + 4.0 * n * a + 2.0 * a * g;
-  }
-  return flops;
-}
-
-// No position embeddings (the spatial projection is position-aware); a final LayerNorm.
-template <bool kAmlp>
-BlockSpec Spec() {
-  return {
-      &MakeGmlpBlock<kAmlp>, &NoPositionEmbeddings, &AlwaysFinalNorm,
-      &Validate<kAmlp>,      &BlockParams<kAmlp>,   &BlockFlops<kAmlp>,
-  };
-}
-
-}  // namespace
-
-BlockSpec GmlpBlockSpec() { return Spec<false>(); }
-BlockSpec AmlpBlockSpec() { return Spec<true>(); }
 
 }  // namespace gmlp::model

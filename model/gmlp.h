@@ -29,9 +29,6 @@
 
 namespace gmlp::model {
 
-// Width of the gate (V's input) for the configured SGU variant.
-int64_t GateWidth(const EncoderConfig& config);
-
 // One gMLP/aMLP block. Parameters: norm, in_z1 + in_z2 (split: the two halves of U as two
 // separate (g, d) projections, so neither a chunk() copy nor a full-size gradient of a view
 // is needed) or in_z (other variants), sgu_norm, spatial_weight (n_max, n_max),
@@ -63,10 +60,10 @@ class GmlpBlockImpl : public EncoderBlockImpl {
 };
 TORCH_MODULE(GmlpBlock);
 
-// The block's part of the gMLP and the aMLP rows of the arch table (model/arch.h): the same block,
-// without and with the tiny attention of width config.attn_size.
-BlockSpec GmlpBlockSpec();
-BlockSpec AmlpBlockSpec();
+// The constructors of the gMLP and the aMLP rows of the arch table (model/arch.cc): the same
+// block, without and with the tiny attention of width config.attn_size.
+std::shared_ptr<EncoderBlockImpl> MakeGmlpBlock(const EncoderConfig& config);
+std::shared_ptr<EncoderBlockImpl> MakeAmlpBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model
 

@@ -60,10 +60,6 @@ TORCH_MODULE(Dense);
 torch::Tensor LinearGelu(Dense& linear, const torch::Tensor& x, const torch::Tensor& gate = {});
 torch::Tensor LinearGeluNorm(Dense& linear, const torch::Tensor& x, LayerNorm& norm);
 
-// Parameter counts of LayerNorm and MakeLinear, for the blocks' closed-form Params().
-inline int64_t LayerNormParams(int64_t dim) { return 2 * dim; }
-inline int64_t LinearParams(int64_t in, int64_t out) { return in * out + out; }
-
 // The padding of one batch in the sequence-major layout. Masks are undefined when the batch has
 // no padding, so unpadded batches pay nothing for them.
 struct SeqBatch {

@@ -39,38 +39,9 @@ Residual MixerBlockImpl::forward(const Residual& in, const SeqBatch& batch) {
   return {x1_ND, kernels::Dropout(channel_out_(LinearGelu(channel_in_, g_ND)), dropout_, train)};
 }
 
-namespace {
-
-absl::Status Validate(const EncoderConfig& c) {
-  return CheckPositive("token_mlp_dim", c.token_mlp_dim);
-}
-
-int64_t BlockParams(const EncoderConfig& c) {
-  const int64_t d = c.d_model, f = c.d_ffn, t = c.token_mlp_dim, n_max = c.max_seq_len;
-  // token MLP over positions (t x n_max + t, n_max x t + n_max), channel MLP, two LayerNorms.
-  return (t * n_max + t) + (n_max * t + n_max) + LinearParams(d, f) + LinearParams(f, d) +
-         2 * LayerNormParams(d);
-}
-
-double BlockFlops(const EncoderConfig& c, double n) {
-  const double d = c.d_model, f = c.d_ffn, t = c.token_mlp_dim;
-  // Token MLP: (t x n) then (n x t) GEMMs on every channel: 2 t d + 2 t d per token.
-  // Channel MLP: 2 * 2 d f.
-  return 4.0 * t * d + 4.0 * d * f;
-}
-
-}  // namespace
-
-// No position embeddings (the token MLP is position-aware); a final LayerNorm.
-BlockSpec MixerBlockSpec() {
-  return {
-      &MakeBlock<MixerBlockImpl>,
-      &NoPositionEmbeddings,
-      &AlwaysFinalNorm,
-      &Validate,
-      &BlockParams,
-      &BlockFlops,
-  };
+// The arch table's constructor (arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeMixerBlock(const EncoderConfig& config) {
+  return std::make_shared<MixerBlockImpl>(config);
 }
 
 }  // namespace gmlp::model

@@ -36,8 +36,8 @@ class MixerBlockImpl : public EncoderBlockImpl {
 };
 TORCH_MODULE(MixerBlock);
 
-// The block's part of the token-mixing MLP row of the arch table (model/arch.h).
-BlockSpec MixerBlockSpec();
+// The constructor of the token-mixing MLP row of the arch table (model/arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeMixerBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model
 

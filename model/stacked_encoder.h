@@ -29,17 +29,6 @@ class EncoderBlockImpl : public torch::nn::Module {
   virtual Residual forward(const Residual& in, const SeqBatch& batch) = 0;
 };
 
-// BlockSpec::make for a Block with an `explicit Block(const EncoderConfig&)` constructor.
-template <typename Block>
-std::shared_ptr<EncoderBlockImpl> MakeBlock(const EncoderConfig& config) {
-  return std::make_shared<Block>(config);
-}
-
-// BlockSpec::final_norm of pre-LN blocks: the stack always ends with a LayerNorm.
-inline bool AlwaysFinalNorm(const EncoderConfig&) { return true; }
-// BlockSpec::position_embeddings of blocks that are position-aware themselves (SGU, token MLP).
-inline bool NoPositionEmbeddings(const EncoderConfig&) { return false; }
-
 class StackedEncoderImpl : public EncoderImpl {
  public:
   // Registers embeddings, blocks and final_norm in that order (parameter names and the order

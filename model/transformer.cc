@@ -78,47 +78,9 @@ Residual TransformerBlockImpl::forward(const Residual& in, const SeqBatch& batch
           {}};
 }
 
-namespace {
-
-absl::Status Validate(const EncoderConfig& c) {
-  GMLP_RETURN_IF_ERROR(CheckPositive("n_heads", c.n_heads));
-  if (c.d_model % c.n_heads != 0) {
-    return InvalidConfig(
-        absl::StrCat("d_model (", c.d_model, ") must be divisible by n_heads (", c.n_heads, ")"));
-  }
-  return absl::OkStatus();
-}
-
-int64_t BlockParams(const EncoderConfig& c) {
-  const int64_t d = c.d_model, f = c.d_ffn;
-  // attn_qkv (d -> 3d), attn_out, ffn_in, ffn_out, two LayerNorms.
-  return LinearParams(d, 3 * d) + LinearParams(d, d) + LinearParams(d, f) + LinearParams(f, d) +
-         2 * LayerNormParams(d);
-}
-
-double BlockFlops(const EncoderConfig& c, double n) {
-  const double d = c.d_model, f = c.d_ffn;
-  // Projections q,k,v,o: 2 * 4 d^2. Scores q k^T and probs @ v: each 2 n d per token.
-  // Feed-forward: 2 * 2 d f.
-  return 8.0 * d * d + 4.0 * n * d + 4.0 * d * f;
-}
-
-bool FinalNormIfPreLn(const EncoderConfig& c) { return c.pre_ln; }
-
-bool LearnedPositions(const EncoderConfig& c) { return c.position == "learned"; }
-
-}  // namespace
-
-// Learned position embeddings unless ALiBi; a final LayerNorm only when pre-LN (BERT is post-LN).
-BlockSpec TransformerBlockSpec() {
-  return {
-      &MakeBlock<TransformerBlockImpl>,
-      &LearnedPositions,
-      &FinalNormIfPreLn,
-      &Validate,
-      &BlockParams,
-      &BlockFlops,
-  };
+// The arch table's constructor (arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeTransformerBlock(const EncoderConfig& config) {
+  return std::make_shared<TransformerBlockImpl>(config);
 }
 
 }  // namespace gmlp::model

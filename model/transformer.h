@@ -46,8 +46,8 @@ TORCH_MODULE(TransformerBlock);
 // below H, then every other slope of twice that many.
 std::vector<double> AlibiSlopes(int64_t n_heads);
 
-// The block's part of the Transformer row of the arch table (model/arch.h).
-BlockSpec TransformerBlockSpec();
+// The constructor of the Transformer row of the arch table (model/arch.cc).
+std::shared_ptr<EncoderBlockImpl> MakeTransformerBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model
 

@@ -69,8 +69,9 @@ absl::StatusOr<model::EncoderConfig> ApplyModelOverrides(const model::EncoderCon
     const std::string key(absl::StripAsciiWhitespace(item.substr(0, eq)));
     const std::string value(absl::StripAsciiWhitespace(item.substr(eq + 1)));
     if (!j.contains(key)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--model_overrides: unknown encoder config key \"", key, "\"; valid keys: ", j.dump()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--model_overrides: unknown encoder config key \"", key,
+                       "\"; valid keys: ", base.ToJson().dump()));
     }
     nlohmann::json& field = j[key];
     bool ok = true;

@@ -18,16 +18,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "pretrain/train_config.h"  // OptimizerOptions
 
 namespace gmlp::pretrain {
-
-struct OptimizerOptions {
-  std::string kind = "adamw";  // adamw | lamb
-  double weight_decay = 0.01;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-6;
-};
 
 // True for tensors that get weight decay: rank >= 2 (dense weights, embeddings, the SGU's
 // spatial matrix); biases and LayerNorm gains/offsets are rank 1.

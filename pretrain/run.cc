@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/checksum.h"
+#include "common/field_json.h"
 #include "common/file_util.h"
 #include "common/json_file.h"
 #include "common/status.h"
@@ -87,11 +88,11 @@ absl::Status CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now
                           const std::string& saved_path) {
   const std::string diff = FirstDifference(saved, now, "");
   if (diff.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(saved_path, ": the run in this out_dir has ", diff, " = ",
-                   At(saved, diff).dump(), ", this command ", At(now, diff).dump(),
-                   "; run the same configuration to continue it (e.g. --config=", saved_path,
-                   "), choose a new --out_dir, or remove the old run"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      saved_path, ": the run in this out_dir has ", diff, " = ", JsonForMessage(At(saved, diff)),
+      ", this command ", JsonForMessage(At(now, diff)),
+      "; run the same configuration to continue it (e.g. --config=", saved_path,
+      "), choose a new --out_dir, or remove the old run"));
 }
 
 torch::Device TrainingDevice(const DistEnv& env) {

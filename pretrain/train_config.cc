@@ -54,12 +54,13 @@ absl::Status ValidateRates(const TrainConfig& c, const KeyOrigins& origins) {
   if (!(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1)) {
     return bad("min_lr_ratio", c.min_lr_ratio, " must be in [0, 1]");
   }
-  if (!(c.weight_decay >= 0 && c.weight_decay <= 1)) {
-    return bad("weight_decay", c.weight_decay, " must be in [0, 1]");
+  const OptimizerOptions& o = c.optimizer;
+  if (!(o.weight_decay >= 0 && o.weight_decay <= 1)) {
+    return bad("weight_decay", o.weight_decay, " must be in [0, 1]");
   }
-  if (!(c.beta1 >= 0 && c.beta1 < 1)) return bad("beta1", c.beta1, " must be in [0, 1)");
-  if (!(c.beta2 >= 0 && c.beta2 < 1)) return bad("beta2", c.beta2, " must be in [0, 1)");
-  if (!(c.eps > 0 && c.eps <= 1)) return bad("eps", c.eps, " must be in (0, 1]");
+  if (!(o.beta1 >= 0 && o.beta1 < 1)) return bad("beta1", o.beta1, " must be in [0, 1)");
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) return bad("beta2", o.beta2, " must be in [0, 1)");
+  if (!(o.eps > 0 && o.eps <= 1)) return bad("eps", o.eps, " must be in (0, 1]");
   if (!(c.clip_norm >= 0 && std::isfinite(c.clip_norm))) {
     return bad("clip_norm", c.clip_norm, " must be finite and >= 0 (0 = off)");
   }
@@ -82,8 +83,8 @@ absl::Status TrainConfig::Validate(const KeyOrigins& origins) const {
     return bad("micro_batch", micro_batch, " must be in [1, ", kMaxBatch, "] (2^20)");
   }
   if (steps <= 0) return bad("steps", steps, " must be > 0");
-  if (optimizer != "adamw" && optimizer != "lamb") {
-    return bad("optimizer", optimizer, " is not one of adamw, lamb");
+  if (optimizer.kind != "adamw" && optimizer.kind != "lamb") {
+    return bad("optimizer", optimizer.kind, " is not one of adamw, lamb");
   }
   if (schedule != "linear" && schedule != "cosine") {
     return bad("schedule", schedule, " is not one of linear, cosine");

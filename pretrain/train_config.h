@@ -16,6 +16,17 @@
 
 namespace gmlp::pretrain {
 
+// The optimizer's own settings (pretrain/optimizer.h), a part of TrainConfig whose keys stay at
+// the top level of config.json and of the flags ("optimizer" is `kind`); the finetuner fills its
+// own.
+struct OptimizerOptions {
+  std::string kind = "adamw";  // adamw | lamb
+  double weight_decay = 0.01;  // decoupled; not applied to biases and LayerNorm weights
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-6;
+};
+
 struct TrainConfig {
   // Data and output.
   std::string shard_dir;                  // directory with manifest.json from `gmlp prepare`
@@ -33,18 +44,14 @@ struct TrainConfig {
   int64_t steps = 1000;      // optimizer steps in the whole run
 
   // Optimisation.
-  std::string optimizer = "adamw";  // adamw | lamb
+  OptimizerOptions optimizer;       // "optimizer" (its kind), weight_decay, beta1, beta2, eps
   double lr = 1e-3;                 // peak learning rate
   int64_t warmup_steps = 100;       // linear warmup from lr/warmup_steps to lr
   std::string schedule = "linear";  // linear | cosine decay after warmup
   double min_lr_ratio = 0.0;        // final lr = lr * min_lr_ratio
-  double weight_decay = 0.01;       // decoupled; not applied to biases and LayerNorm weights
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-6;
-  double clip_norm = 1.0;        // global gradient-norm clip; 0 = off
-  bool bf16 = false;             // bf16 autocast (CPU; CUDA when built with it)
-  std::string kernels = "auto";  // auto | aten (kernels/ops.h's policy)
+  double clip_norm = 1.0;           // global gradient-norm clip; 0 = off
+  bool bf16 = false;                // bf16 autocast (CPU; CUDA when built with it)
+  std::string kernels = "auto";     // auto | aten (kernels/ops.h's policy)
 
   // Masking (dynamic, in the loader).
   double mask_rate = 0.15;
@@ -82,16 +89,16 @@ struct TrainConfig {
           "Sequences per optimizer step over all ranks (= micro_batch x accumulation x ranks).");
     visit("micro_batch", self.micro_batch, "Sequences per rank per forward/backward.");
     visit("steps", self.steps, "Optimizer steps in the whole run.");
-    visit("optimizer", self.optimizer, "adamw | lamb.");
+    visit("optimizer", self.optimizer.kind, "adamw | lamb.");
     visit("lr", self.lr, "Peak learning rate.");
     visit("warmup_steps", self.warmup_steps, "Linear warmup steps.");
     visit("schedule", self.schedule, "Decay after warmup: linear | cosine.");
     visit("min_lr_ratio", self.min_lr_ratio, "Final lr as a fraction of --lr.");
-    visit("weight_decay", self.weight_decay,
+    visit("weight_decay", self.optimizer.weight_decay,
           "Decoupled weight decay (not on biases and LayerNorm weights).");
-    visit("beta1", self.beta1, "Adam beta1.");
-    visit("beta2", self.beta2, "Adam beta2.");
-    visit("eps", self.eps, "Adam epsilon.");
+    visit("beta1", self.optimizer.beta1, "Adam beta1.");
+    visit("beta2", self.optimizer.beta2, "Adam beta2.");
+    visit("eps", self.optimizer.eps, "Adam epsilon.");
     visit("clip_norm", self.clip_norm, "Global gradient-norm clip; 0 = off.");
     visit("bf16", self.bf16,
           "bf16 autocast for the training forward passes: about 2x fp32 on CPUs with AVX-512 "

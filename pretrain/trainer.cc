@@ -78,13 +78,7 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<torch::nn::Module> modu
   if (!options_.load_model) options_.load_model = LoadNamedTensors;
   params_ = UniqueParameters(*module_);
   if (!params_.empty()) device_ = params_.front().device();
-  OptimizerOptions opt;
-  opt.kind = config_.optimizer;
-  opt.weight_decay = config_.weight_decay;
-  opt.beta1 = config_.beta1;
-  opt.beta2 = config_.beta2;
-  opt.eps = config_.eps;
-  optimizer_ = std::make_unique<Optimizer>(params_, opt);
+  optimizer_ = std::make_unique<Optimizer>(params_, config_.optimizer);
   sync_ = std::make_unique<GradSync>(params_, dist_, config_.bucket_mb);
   first_nonfinite_ = torch::full({}, -1, torch::TensorOptions(torch::kInt64).device(device_));
 }

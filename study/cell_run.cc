@@ -202,6 +202,27 @@ absl::StatusOr<TaskScore> ScoreOf(const StudyConfig& config, const StudyTask& ta
   return score;
 }
 
+// The finetuning job of `task` with its data under `data_root`: the task (GLUE name or the
+// spec file, found from the build or source tree when relative; probe tasks under `probe_dir`),
+// data_root and select_from_train. The caller fills init, output, seeds and options.
+finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root,
+                                   const std::string& probe_dir) {
+  finetune::FinetuneJob job;
+  job.task = task.glue_task;
+  job.task_spec = task.task_spec;
+  job.select_from_train = task.select_from_train;
+  if (IsProbeTask(task.name)) {
+    job.task_spec = JoinPath(probe_dir, task.task_spec);
+  } else if (!task.task_spec.empty() && !PathExists(task.task_spec)) {
+    // Relative to the repo root: found from the build directory (build/gmlp) or the source
+    // tree this was built from when the study runs elsewhere (tests).
+    const std::string beside = JoinPath(JoinPath(ExecutableDir(), ".."), task.task_spec);
+    job.task_spec = PathExists(beside) ? beside : JoinPath(GMLP_STUDY_SOURCE_DIR, task.task_spec);
+  }
+  job.data_root = data_root;
+  return job;
+}
+
 // Finetunes the cell on one task with every seed (on the second segment alone for the
 // "second_only" control), unless its results.json exists.
 absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyData& data,

@@ -26,6 +26,26 @@ namespace {
 // A size is a tensor dimension: the model's bound (model/config.cc).
 constexpr int64_t kMaxSize = int64_t{1} << 20;
 
+// probe_max_sentence_bytes 0 resolved for `max_len`: DefaultSentenceBytes, or still 0 where that
+// leaves no usable sentence (max_len < 16; a study that uses the probe is refused then, see
+// CheckProbeFits).
+int64_t DerivedSentenceBytes(int64_t max_len) {
+  const int64_t bytes = DefaultSentenceBytes(max_len);
+  return bytes >= 8 ? bytes : 0;
+}
+
+// A study with the probe whose default sentence length follows a finetuning max_len too short
+// for it: one line naming the setting that made max_len (its own key, or seq_len it follows).
+absl::Status CheckProbeFits(const StudyConfig& c, int64_t max_len, const std::string& subject) {
+  if (!UsesProbe(c) || c.probe.max_sentence_bytes != 0 || DerivedSentenceBytes(max_len) != 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      subject, " leaves the alignment probe's sentences ", DefaultSentenceBytes(max_len),
+      " bytes (max_len - 8); they need at least 8: raise it, set --probe_max_sentence_bytes, or "
+      "leave the probe tasks out"));
+}
+
 // One line naming `key` as its source set it (a --config file, --smoke or a flag), then `parts`.
 template <typename... Parts>
 absl::Status Bad(const StudyConfig& c, const char* key, const nlohmann::json& value,
@@ -134,19 +154,26 @@ absl::Status CheckData(const StudyConfig& c) {
   }
   // The probe's own bounds (study/probe.cc ProbeOptions::Validate), named as the study's keys.
   for (const auto& [key, n] :
-       {std::pair<const char*, int64_t>{"probe_train_examples", c.probe_train_examples},
-        {"probe_dev_examples", c.probe_dev_examples},
-        {"probe_test_examples", c.probe_test_examples}}) {
+       {std::pair<const char*, int64_t>{"probe_train_examples", c.probe.train_examples},
+        {"probe_dev_examples", c.probe.dev_examples},
+        {"probe_test_examples", c.probe.test_examples}}) {
     if (n < 2) return bad(key, n, " must be >= 2");
   }
-  if (c.probe_max_sentence_bytes != 0 && c.probe_max_sentence_bytes < 8) {
-    return bad("probe_max_sentence_bytes", c.probe_max_sentence_bytes,
+  if (c.probe.max_sentence_bytes != 0 && c.probe.max_sentence_bytes < 8) {
+    return bad("probe_max_sentence_bytes", c.probe.max_sentence_bytes,
                " must be >= 8 (or 0: --max_len - 8)");
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+bool UsesProbe(const StudyConfig& config) {
+  for (const std::string& t : config.tasks) {
+    if (IsProbeTask(t)) return true;
+  }
+  return false;
+}
 
 absl::Status StudyConfig::Validate() const {
   if (output.empty()) return Bad(*this, "output", output, " is empty");
@@ -164,7 +191,14 @@ absl::Status StudyConfig::Validate() const {
         absl::StrCat(finetune_origins.Subject("max_len", finetune.max_len), " exceeds ",
                      origins.Mention("seq_len", seq_len), " (the encoders' max_seq_len)"));
   }
-  return finetune.Validate(finetune_origins);
+  GMLP_RETURN_IF_ERROR(finetune.Validate(finetune_origins));
+  if (finetune.max_len != 0) {
+    return CheckProbeFits(*this, finetune.max_len,
+                          finetune_origins.Subject("max_len", finetune.max_len));
+  }
+  // max_len follows seq_len (with `shards`, the manifest's: WithDerivedDefaults checks it).
+  if (shards.empty()) return CheckProbeFits(*this, seq_len, origins.Subject("seq_len", seq_len));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StudyConfig> StudyConfig::WithDerivedDefaults() const {
@@ -175,10 +209,13 @@ absl::StatusOr<StudyConfig> StudyConfig::WithDerivedDefaults() const {
       GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
                             data::ReadManifest(JoinPath(c.shards, "manifest.json")));
       c.finetune.max_len = manifest.seq_len;
+      GMLP_RETURN_IF_ERROR(CheckProbeFits(
+          c, manifest.seq_len,
+          absl::StrCat(JoinPath(c.shards, "manifest.json"), ": seq_len ", manifest.seq_len)));
     }
   }
-  if (c.probe_max_sentence_bytes == 0) {
-    c.probe_max_sentence_bytes = DefaultSentenceBytes(c.finetune.max_len);
+  if (c.probe.max_sentence_bytes == 0) {
+    c.probe.max_sentence_bytes = DerivedSentenceBytes(c.finetune.max_len);
   }
   return c;
 }
@@ -245,7 +282,7 @@ nlohmann::json WithDerivedJson(nlohmann::json j) {
   nlohmann::json& max_len = j["finetune"]["max_len"];
   if (max_len == 0) max_len = j["seq_len"];
   if (j["probe_max_sentence_bytes"] == 0 && max_len.is_number_integer()) {
-    j["probe_max_sentence_bytes"] = DefaultSentenceBytes(max_len.get<int64_t>());
+    j["probe_max_sentence_bytes"] = DerivedSentenceBytes(max_len.get<int64_t>());
   }
   return j;
 }
@@ -260,8 +297,8 @@ std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& n
   std::string diff;
   for (const auto& [k, v] : current.items()) {
     if (!old.contains(k) || old[k] != v) {
-      absl::StrAppend(&diff, " ", k, ": ", old.contains(k) ? old[k].dump() : "(unset)", " -> ",
-                      v.dump(), ";");
+      absl::StrAppend(&diff, " ", k, ": ", old.contains(k) ? JsonForMessage(old[k]) : "(unset)",
+                      " -> ", JsonForMessage(v), ";");
     }
   }
   return diff;
@@ -295,10 +332,10 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
     c->ppl_batches = 2;
     c->curve_points = 2;
     c->tasks = {"SST-2", "MNLI-like", "probe-aligned", "probe-shifted"};
-    c->probe_train_examples = 64;
-    c->probe_dev_examples = 32;
-    c->probe_test_examples = 64;
-    c->probe_max_sentence_bytes = 80;  // the 2k vocabulary cuts words into more pieces
+    c->probe.train_examples = 64;
+    c->probe.dev_examples = 32;
+    c->probe.test_examples = 64;
+    c->probe.max_sentence_bytes = 80;  // the 2k vocabulary cuts words into more pieces
     c->seeds = {1, 2};
     c->max_train_examples = 64;
     c->max_eval_examples = 64;

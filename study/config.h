@@ -11,8 +11,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/field_json.h"
-#include "finetune/trainer.h"
-#include "kernels/autocast.h"
+#include "finetune/options.h"
+#include "kernels/policy.h"
+#include "study/probe.h"
 
 namespace gmlp::study {
 
@@ -76,14 +77,18 @@ struct StudyConfig {
   // Second-segment-only runs of the baseline on every pair task (the hypothesis-only control):
   // a cross-sentence comparison is judged only where the baseline beats it (study/verdict.h).
   bool controls = true;
-  // The alignment probe's sizes (pairs per version; study/probe.h).
-  int64_t probe_train_examples = 1000;
-  int64_t probe_dev_examples = 500;
-  int64_t probe_test_examples = 1000;
-  // Longest probe sentence in bytes: two of them and the filler must fit in finetune.max_len
-  // tokens with this tokenizer (the probe checks; a small vocabulary needs shorter ones).
-  // 0 = follows finetune.max_len (study::DefaultSentenceBytes: 120 at 128).
-  int64_t probe_max_sentence_bytes = 0;
+  // The alignment probe's settings (study/probe.h), of which the study exposes the sizes (pairs
+  // per version) and max_sentence_bytes as probe_* keys: two sentences and the filler must fit in
+  // finetune.max_len tokens with this tokenizer (the probe checks; a small vocabulary needs
+  // shorter ones); 0 = follows finetune.max_len (study::DefaultSentenceBytes: 120 at 128). The
+  // study sets the rest (corpus, output, holdout_fraction, tokenizer, max_len) when it runs.
+  ProbeOptions probe = [] {
+    ProbeOptions o;
+    o.train_examples = 1000;
+    o.dev_examples = 500;
+    o.test_examples = 1000;
+    return o;
+  }();
   std::vector<uint64_t> seeds = {1, 2, 3};
   int64_t max_train_examples = 1000;  // per task, a fixed random subset; 0 = all
   int64_t max_eval_examples = 0;      // per eval split, the first N; 0 = all (full splits)
@@ -178,12 +183,12 @@ struct StudyConfig {
           "study tasks: SST-2, CoLA (single-sentence); MNLI-like, SICK, RTE, SNLI-subset, STS-B "
           "(cross-sentence); probe-aligned, probe-shifted (the alignment probe)");
     visit("controls", self.controls, "second-segment-only runs of the baseline on every pair task");
-    visit("probe_train_examples", self.probe_train_examples, "alignment probe: training pairs");
-    visit("probe_dev_examples", self.probe_dev_examples,
+    visit("probe_train_examples", self.probe.train_examples, "alignment probe: training pairs");
+    visit("probe_dev_examples", self.probe.dev_examples,
           "alignment probe: dev pairs (select the epoch)");
-    visit("probe_test_examples", self.probe_test_examples,
+    visit("probe_test_examples", self.probe.test_examples,
           "alignment probe: test pairs (reported)");
-    visit("probe_max_sentence_bytes", self.probe_max_sentence_bytes,
+    visit("probe_max_sentence_bytes", self.probe.max_sentence_bytes,
           "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens); "
           "0 = --max_len - 8");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
@@ -204,7 +209,8 @@ struct StudyConfig {
   absl::Status Validate() const;
   // This config with the defaults that follow other settings filled in: finetune.max_len 0 =
   // seq_len (the manifest's seq_len when `shards` names a shard directory), then
-  // probe_max_sentence_bytes 0 = DefaultSentenceBytes(max_len). RunStudy and the report work on
+  // probe_max_sentence_bytes 0 = DefaultSentenceBytes(max_len) (still 0 where that is under 8:
+  // Validate refuses such a study when it runs the probe). RunStudy and the report work on
   // it, and study.json records it. An unreadable shard manifest is an error naming it.
   absl::StatusOr<StudyConfig> WithDerivedDefaults() const;
   // The peak pretraining lr of the cells of `size` (pretrain_lr_by_size, else pretrain_lr).
@@ -214,6 +220,9 @@ struct StudyConfig {
   // `*this`, recording `origin` as their source. Errors name `origin`.
   absl::Status MergeJson(const nlohmann::json& j, const std::string& origin);
 };
+
+// Whether the study's tasks include the alignment probe.
+bool UsesProbe(const StudyConfig& config);
 
 // The results table's encoder of the baseline's (the Transformer's) cell with `position`: the
 // arch itself for BERT's learned positions, "<arch>-<position>" otherwise ("transformer-alibi").

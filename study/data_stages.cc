@@ -87,14 +87,10 @@ absl::Status ShardStage(const StudyConfig& config, const std::string& corpus_txt
 absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, const StudyData& d,
                         const Progress& progress) {
   progress("generating the alignment probe from the held-out documents");
-  ProbeOptions po;
+  ProbeOptions po = config.probe;
   po.corpus = corpus;
   po.output = d.probe_dir;
   po.holdout_fraction = config.holdout_fraction;
-  po.train_examples = config.probe_train_examples;
-  po.dev_examples = config.probe_dev_examples;
-  po.test_examples = config.probe_test_examples;
-  po.max_sentence_bytes = config.probe_max_sentence_bytes;
   po.tokenizer = d.tokenizer_model;
   po.max_len = config.finetune.max_len;
   absl::Status st = WriteProbe(po).status();
@@ -106,13 +102,6 @@ absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, co
 }
 
 }  // namespace
-
-bool UsesProbe(const StudyConfig& config) {
-  for (const std::string& t : config.tasks) {
-    if (IsProbeTask(t)) return true;
-  }
-  return false;
-}
 
 StudyData DataPaths(const StudyConfig& config) {
   const std::string data_out = JoinPath(config.output, "data");

@@ -22,8 +22,6 @@ struct StudyData {
   std::string probe_dir;  // the alignment probe's task specs, when a probe task runs
 };
 
-// Whether the study's tasks include the alignment probe.
-bool UsesProbe(const StudyConfig& config);
 
 // The data paths a study uses: the tokenizer and shards the config names, else those its data
 // stages write under <output>/data.

@@ -265,8 +265,6 @@ absl::Status ProbeOptions::Validate() const {
   return absl::OkStatus();
 }
 
-int64_t DefaultSentenceBytes(int64_t max_len) { return max_len - 8; }
-
 ProbeOptions ProbeOptions::Resolved() const {
   ProbeOptions o = *this;
   if (o.max_sentence_bytes == 0) o.max_sentence_bytes = DefaultSentenceBytes(o.max_len);

@@ -93,7 +93,7 @@ struct ProbeOptions {
 // The longest probe sentence, in bytes, that a max_len-token pair leaves room for by default:
 // max_len - 8 (120 at 128, 56 at 64; how that was measured: study/README.md, "Why these
 // defaults").
-int64_t DefaultSentenceBytes(int64_t max_len);
+inline int64_t DefaultSentenceBytes(int64_t max_len) { return max_len - 8; }
 
 // One generated pair (the aligned and shifted versions differ only in `offset`).
 struct ProbeExample {

@@ -146,8 +146,8 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
   }
   if (UsesProbe(config)) {
     notes.push_back(
-        absl::StrCat("alignment probe (study/probe.h): ", config.probe_train_examples, "/",
-                     config.probe_dev_examples, "/", config.probe_test_examples,
+        absl::StrCat("alignment probe (study/probe.h): ", config.probe.train_examples, "/",
+                     config.probe.dev_examples, "/", config.probe.test_examples,
                      " train/dev/test pairs per version from the held-out documents; details in ",
                      JoinPath(data.probe_dir, "probe.json")));
   }

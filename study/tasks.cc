@@ -3,7 +3,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/file_util.h"
 #include "study/probe.h"
 
 namespace gmlp::study {
@@ -44,24 +43,6 @@ std::vector<std::string> StudyTaskNames() {
 bool IsProbeTask(const std::string& name) {
   return absl::EqualsIgnoreCase(name, kProbeAlignedTask) ||
          absl::EqualsIgnoreCase(name, kProbeShiftedTask);
-}
-
-finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root,
-                                   const std::string& probe_dir) {
-  finetune::FinetuneJob job;
-  job.task = task.glue_task;
-  job.task_spec = task.task_spec;
-  job.select_from_train = task.select_from_train;
-  if (IsProbeTask(task.name)) {
-    job.task_spec = JoinPath(probe_dir, task.task_spec);
-  } else if (!task.task_spec.empty() && !PathExists(task.task_spec)) {
-    // Relative to the repo root: found from the build directory (build/gmlp) or the source
-    // tree this was built from when the study runs elsewhere (tests).
-    const std::string beside = JoinPath(JoinPath(ExecutableDir(), ".."), task.task_spec);
-    job.task_spec = PathExists(beside) ? beside : JoinPath(GMLP_STUDY_SOURCE_DIR, task.task_spec);
-  }
-  job.data_root = data_root;
-  return job;
 }
 
 }  // namespace gmlp::study

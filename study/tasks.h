@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "finetune/finetune.h"
 #include "finetune/task.h"
 
 namespace gmlp::study {
@@ -33,12 +32,6 @@ bool IsProbeTask(const std::string& name);
 // English test), SICK, RTE, SNLI-subset and STS-B (cross).
 absl::StatusOr<StudyTask> FindStudyTask(const std::string& name);
 std::vector<std::string> StudyTaskNames();
-
-// The finetuning job of `task` with its data under `data_root`: the task (GLUE name or the
-// spec file, found from the build or source tree when relative; probe tasks under `probe_dir`),
-// data_root and select_from_train. The caller fills init, output, seeds and options.
-finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& data_root,
-                                   const std::string& probe_dir);
 
 }  // namespace gmlp::study
 

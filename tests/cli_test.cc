@@ -168,7 +168,7 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   fields.erase("pretrain_bf16");
   fields.erase("pretrain_kernels");
   // Defaults that follow other flags (0 in the fields, StudyConfig::WithDerivedDefaults).
-  EXPECT_EQ(c.probe_max_sentence_bytes, 0);
+  EXPECT_EQ(c.probe.max_sentence_bytes, 0);
   EXPECT_EQ(help.at("probe_max_sentence_bytes"), "--max_len - 8 (120 at 128)");
   fields.erase("probe_max_sentence_bytes");
   ExpectDefaultsMatch(help, fields, "study");

@@ -174,7 +174,7 @@ TEST(ClipGradNormTest, ScalesToMaxNorm) {
 TEST(TrainConfigTest, JsonRoundTripAndErrors) {
   TrainConfig c;
   c.lr = 3e-4;
-  c.optimizer = "lamb";
+  c.optimizer.kind = "lamb";
   c.steps = 77;
   auto back = TrainConfig::FromJson(c.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
@@ -186,7 +186,7 @@ TEST(TrainConfigTest, JsonRoundTripAndErrors) {
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_NE(wrong_type.status().message().find("steps"), std::string::npos);
   TrainConfig bad;
-  bad.optimizer = "sgd";
+  bad.optimizer.kind = "sgd";
   EXPECT_NE(bad.Validate().message().find("--optimizer=sgd"), std::string::npos);
   bad = TrainConfig();
   bad.warmup_steps = bad.steps + 1;

@@ -692,6 +692,19 @@ TEST(PretrainConfigTest, ModelOverridesErrorsNameTheFlag) {
   EXPECT_TRUE(absl::StartsWith(c.status().message(), "--model_overrides: ")) << c.status();
 }
 
+// Found by tests/fuzz/pretrain_config_fuzz.cc: a value that is not UTF-8 (command lines may hold
+// any bytes) made a later error's JSON text throw instead of being reported.
+TEST(PretrainConfigTest, ModelOverrideBytesThatAreNotUtf8AreReported) {
+  const model::EncoderConfig base = *model::Preset("gmlp-tiny");
+  auto c = ApplyModelOverrides(base, "sgu=a\xff,bogus=1");
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), "unknown encoder config key \"bogus\""))
+      << c.status();
+  c = ApplyModelOverrides(base, "sgu=a\xff");
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), "sgu")) << c.status();
+}
+
 TEST(MetricsTest, FormatDuration) {
   EXPECT_EQ(FormatDuration(45), "45s");
   EXPECT_EQ(FormatDuration(192), "3m12s");

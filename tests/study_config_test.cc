@@ -181,7 +181,7 @@ TEST(StudyConfigTest, TransformerPositionsNameTheBaseline) {
 TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   StudyConfig c;
   c.pretrain_steps = 2500;
-  c.probe_train_examples = 9000;
+  c.probe.train_examples = 9000;
   nlohmann::json recorded = c.ToJson();
   EXPECT_EQ(SettingsChanges(recorded, c), "");
   // Fields that do not change a cell's numbers are not compared.
@@ -194,7 +194,7 @@ TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   recorded["finetune"].erase("warmup");
   EXPECT_EQ(SettingsChanges(recorded, c), "");
   StudyConfig other = c;
-  other.probe_max_sentence_bytes = c.probe_max_sentence_bytes + 1;
+  other.probe.max_sentence_bytes = c.probe.max_sentence_bytes + 1;
   EXPECT_NE(SettingsChanges(recorded, other).find("probe_max_sentence_bytes"), std::string::npos);
   other = c;
   other.finetune.warmup = c.finetune.warmup + 0.5;
@@ -218,13 +218,13 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   auto d = c.WithDerivedDefaults();
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->finetune.max_len, 64);
-  EXPECT_EQ(d->probe_max_sentence_bytes, 56);
+  EXPECT_EQ(d->probe.max_sentence_bytes, 56);
   EXPECT_TRUE(d->Validate().ok());
   EXPECT_EQ(StudyConfig().WithDerivedDefaults()->finetune.max_len, 128);
-  EXPECT_EQ(StudyConfig().WithDerivedDefaults()->probe_max_sentence_bytes, 120);
+  EXPECT_EQ(StudyConfig().WithDerivedDefaults()->probe.max_sentence_bytes, 120);
   // Given values win, and a max_len past seq_len is still refused.
-  c.probe_max_sentence_bytes = 50;
-  EXPECT_EQ(c.WithDerivedDefaults()->probe_max_sentence_bytes, 50);
+  c.probe.max_sentence_bytes = 50;
+  EXPECT_EQ(c.WithDerivedDefaults()->probe.max_sentence_bytes, 50);
   c.finetune.max_len = 128;
   EXPECT_NE(c.Validate().ToString().find("--max_len=128 exceeds"), std::string::npos)
       << c.Validate();
@@ -246,8 +246,36 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   auto from_shards = s.WithDerivedDefaults();
   ASSERT_TRUE(from_shards.ok()) << from_shards.status();
   EXPECT_EQ(from_shards->finetune.max_len, 32);
-  EXPECT_EQ(from_shards->probe_max_sentence_bytes, 24);
+  EXPECT_EQ(from_shards->probe.max_sentence_bytes, 24);
+  // Shards too short for the probe's default sentences are refused naming their manifest.
+  m.seq_len = 12;
+  ASSERT_TRUE(data::WriteManifest(dir + "/manifest.json", m).ok());
+  auto short_shards = s.WithDerivedDefaults();
+  ASSERT_FALSE(short_shards.ok());
+  EXPECT_EQ(std::string(short_shards.status().message()),
+            dir + "/manifest.json: seq_len 12 leaves the alignment probe's sentences 4 bytes " +
+                "(max_len - 8); they need at least 8: raise it, set --probe_max_sentence_bytes, " +
+                "or leave the probe tasks out");
   (void)RemoveTree(dir);
+  // Found by tests/fuzz/study_config_fuzz.cc: {"seq_len": 10} passed Validate and resolved to
+  // probe_max_sentence_bytes 2, a study.json that Validate then refused. With the probe it is
+  // refused up front naming seq_len; without it the limit stays 0 and the config round-trips.
+  StudyConfig short_seq;
+  short_seq.seq_len = 10;
+  EXPECT_EQ(short_seq.Validate().ToString(),
+            "INVALID_ARGUMENT: --seq_len=10 leaves the alignment probe's sentences 2 bytes "
+            "(max_len - 8); they need at least 8: raise it, set --probe_max_sentence_bytes, or "
+            "leave the probe tasks out");
+  short_seq.probe.max_sentence_bytes = 8;
+  EXPECT_TRUE(short_seq.Validate().ok()) << short_seq.Validate();
+  short_seq.probe.max_sentence_bytes = 0;
+  short_seq.tasks = {"SST-2"};
+  ASSERT_TRUE(short_seq.Validate().ok()) << short_seq.Validate();
+  auto no_probe = short_seq.WithDerivedDefaults();
+  ASSERT_TRUE(no_probe.ok()) << no_probe.status();
+  EXPECT_EQ(no_probe->probe.max_sentence_bytes, 0);
+  EXPECT_TRUE(no_probe->Validate().ok()) << no_probe->Validate();
+  EXPECT_EQ(SettingsChanges(no_probe->ToJson(), *no_probe), "");
   // A study recorded before these settings followed others resumes with the resolved ones.
   const StudyConfig resolved = *StudyConfig().WithDerivedDefaults();
   nlohmann::json recorded = resolved.ToJson();
