@@ -77,6 +77,8 @@ nlohmann::json LastJsonLine(const std::string& text) {
 // post-LN Transformer (BERT's layout) pretrained for 40 steps with a held-out evaluation.
 class ExportTest : public ::testing::Test {
  protected:
+  static constexpr int kRunThreads = 2;  // the pretraining runs' --threads
+
   static void SetUpTestSuite() {
     root_ = FreshTempDir("export");
     const std::string text = JoinPath(root_, "corpus.txt");
@@ -97,7 +99,7 @@ class ExportTest : public ::testing::Test {
               "--preset=transformer-tiny", "--model_overrides=d_model=32,n_layers=2,d_ffn=64",
               "--steps=40", "--micro_batch=16", "--global_batch=16", "--warmup_steps=5",
               "--lr=3e-3", "--eval_every=40", "--eval_batches=4", "--log_every=10",
-              "--peak_gflops=100", "--threads=2"},
+              "--peak_gflops=100", absl::StrCat("--threads=", kRunThreads)},
              log);
     ASSERT_EQ(o.code, 0) << o.text;
     gmlp_run_ = JoinPath(root_, "gmlp_run");
@@ -127,8 +129,13 @@ class ExportTest : public ::testing::Test {
     return mlm;
   }
 
-  // Held-out loss of `mlm` on the run's eval batches (what metrics.jsonl's eval line measured).
+  // Held-out loss of `mlm` on the run's eval batches (what metrics.jsonl's eval line measured),
+  // at the run's thread count: OpenBLAS's sgemm gives other last bits with another (measured on
+  // an AVX2-only VM, 2026-12-06: torch::mm of (512 x 32) @ (32 x 64) differs by 4e-6 between 1
+  // and 2 threads).
   static double HeldOutLoss(model::MlmModel mlm) {
+    const int threads = torch::get_num_threads();
+    torch::set_num_threads(kRunThreads);
     data::LoaderOptions lo;
     lo.shard_dir = root_ + "/shards";
     lo.split = "valid";
@@ -142,6 +149,7 @@ class ExportTest : public ::testing::Test {
       return mlm->forward(in, masked);
     };
     auto eval = pretrain::EvaluateMlm(forward, **loader, 4, torch::kCPU, /*bf16=*/false);
+    torch::set_num_threads(threads);
     EXPECT_TRUE(eval.ok()) << eval.status();
     return eval->loss;
   }
