@@ -480,10 +480,13 @@ void AppendVerdicts(const std::vector<ResultRow>& rows, const std::string& basel
   }
   absl::StrAppend(md, FormatVerdicts(*verdicts), "\n");
   std::map<std::string, int> count;
-  for (const PatternVerdict& p : verdicts->patterns) ++count[p.verdict];
+  std::vector<std::string> names;  // the patterns, in their order
+  for (const PatternVerdict& p : verdicts->patterns) {
+    ++count[p.verdict];
+    if (std::find(names.begin(), names.end(), p.pattern) == names.end()) names.push_back(p.pattern);
+  }
   absl::StrAppend(md, "**Plainly:** of ", verdicts->patterns.size(),
-                  " pattern verdicts (per size: cross_vs_single, amlp_closes_gap, "
-                  "probe_alignment), ",
+                  " pattern verdicts (per size: ", absl::StrJoin(names, ", "), "), ",
                   count["holds"], " hold, ", count["does not hold"], " go against the paper, ",
                   count["not resolved"], " are not resolved by the intervals and ",
                   count["cannot judge"], " cannot be judged (each line above says why).\n\n");

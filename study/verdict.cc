@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace gmlp::study {
 namespace {
@@ -262,7 +263,70 @@ PatternVerdict ProbeAlignment(const SizeView& s) {
   return p;
 }
 
+// The slope over the shift k of (a - b) on the shift-k probe tasks, times k's range, over the
+// shifts the baseline ran.
+PatternVerdict ProbeSlope(const SizeView& s, const std::string& a, const std::string& b,
+                          const char* pattern, const char* claim) {
+  PatternVerdict p = NewPattern(s.size, pattern, claim);
+  p.verdict = "cannot judge";
+  std::vector<std::pair<int64_t, TaskSplit>> shifts;  // one split per task: the first
+  for (const TaskSplit& ts : s.t.task_splits) {
+    const int64_t k = ProbeShift(ts.first, s.o.probe_shift_prefix);
+    const bool seen = std::any_of(shifts.begin(), shifts.end(),
+                                  [&](const auto& e) { return e.second.first == ts.first; });
+    if (k >= 0 && !seen && s.Runs(s.o.baseline, ts) != nullptr) shifts.push_back({k, ts});
+  }
+  std::sort(shifts.begin(), shifts.end());
+  std::vector<std::string> unread, missing;
+  for (const auto& [k, ts] : shifts) {
+    if (!s.Judged(ts)) unread.push_back(absl::StrCat(k));
+    for (const std::string& enc : {a, b}) {
+      if (s.Runs(enc, ts) == nullptr) missing.push_back(absl::StrCat(enc, " at k = ", k));
+    }
+  }
+  if (shifts.size() < 2) {
+    p.reason = absl::StrCat("needs the Transformer on at least two shifts; has ", shifts.size());
+  } else if (!unread.empty()) {
+    p.reason = absl::StrCat("the Transformer does not clear the floors at shift k = ",
+                            absl::StrJoin(unread, ", "), " (the probe is not calibrated)");
+  } else if (!missing.empty()) {
+    p.reason = absl::StrCat("no runs of ", absl::StrJoin(missing, ", "));
+  } else {
+    double mean_k = 0;
+    for (const auto& e : shifts) mean_k += static_cast<double>(e.first) / shifts.size();
+    double sxx = 0;
+    for (const auto& e : shifts) sxx += (e.first - mean_k) * (e.first - mean_k);
+    const double range = static_cast<double>(shifts.back().first - shifts.front().first);
+    std::vector<ContrastTerm> terms;
+    for (const auto& [k, ts] : shifts) {
+      const double w = (k - mean_k) * range / sxx;
+      terms.push_back({w, s.Runs(a, ts)});
+      terms.push_back({-w, s.Runs(b, ts)});
+      p.tasks.push_back(ts.first);
+    }
+    p.estimate = BootstrapContrast(terms, s.o.bootstrap);
+    Decide(/*negative=*/true, &p);
+  }
+  return p;
+}
+
+bool HasShiftProbe(const Table& t, const VerdictOptions& o) {
+  return std::any_of(t.task_splits.begin(), t.task_splits.end(), [&](const TaskSplit& ts) {
+    return ProbeShift(ts.first, o.probe_shift_prefix) >= 0;
+  });
+}
+
 }  // namespace
+
+int64_t ProbeShift(const std::string& task, const std::string& prefix) {
+  if (prefix.empty() || task.size() <= prefix.size() || task.rfind(prefix, 0) != 0) return -1;
+  const std::string digits = task.substr(prefix.size());
+  if (digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return std::stoll(digits);
+}
 
 std::string FormatPoints(const Interval& i) {
   return absl::StrFormat("%+.1f [%+.1f, %+.1f]", 100 * i.estimate, 100 * i.lo, 100 * i.hi);
@@ -282,6 +346,14 @@ absl::StatusOr<StudyVerdicts> ComputeVerdicts(const std::vector<ResultRow>& rows
     v.patterns.push_back(CrossVsSingle(view));
     v.patterns.push_back(AmlpClosesGap(view));
     v.patterns.push_back(ProbeAlignment(view));
+    if (HasShiftProbe(t, o)) {
+      v.patterns.push_back(ProbeSlope(view, o.gmlp, o.baseline, "probe_slope",
+                                      "gMLP's probe accuracy falls with the shift k faster than "
+                                      "the Transformer's"));
+      v.patterns.push_back(ProbeSlope(view, o.gmlp, o.amlp, "probe_slope_amlp",
+                                      "gMLP's probe accuracy falls with the shift k faster than "
+                                      "aMLP's"));
+    }
   }
   return v;
 }

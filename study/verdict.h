@@ -15,6 +15,13 @@
 //   amlp_closes_gap: mean over judged cross tasks of (aMLP - gMLP); the paper: above zero.
 //   probe_alignment: (gMLP - T) on the shifted probe minus (gMLP - T) on the aligned probe; the
 //                    paper's hypothesis: below zero.
+//   probe_slope, probe_slope_amlp (only where the table has shift-k probe tasks, named
+//                    probe_shift_prefix + k, k >= 0 filler pieces before B): the least-squares
+//                    slope over k of (gMLP - T), resp. (gMLP - aMLP), times the range of k, so in
+//                    points: how much further gMLP falls from the smallest shift to the largest
+//                    on the fitted line. The hypothesis: below zero. Judged only where the
+//                    Transformer clears the floors on every shift (the probe is calibrated) and
+//                    there are at least two shifts.
 // Torch-free.
 #ifndef GMLP_STUDY_VERDICT_H_
 #define GMLP_STUDY_VERDICT_H_
@@ -37,6 +44,7 @@ struct VerdictOptions {
   std::string amlp = "amlp";
   std::string probe_aligned = "probe-aligned";
   std::string probe_shifted = "probe-shifted";
+  std::string probe_shift_prefix = "probe-shift-";
   BootstrapOptions bootstrap;
 };
 
@@ -59,7 +67,7 @@ struct TaskComparison {
 
 struct PatternVerdict {
   std::string size;
-  std::string pattern;  // cross_vs_single | amlp_closes_gap | probe_alignment
+  std::string pattern;  // cross_vs_single | amlp_closes_gap | probe_alignment | probe_slope...
   std::string claim;    // the paper's claim in words
   Interval estimate;
   std::string verdict;             // holds | does not hold | not resolved | cannot judge
@@ -71,6 +79,9 @@ struct StudyVerdicts {
   std::vector<TaskComparison> comparisons;  // by size, task, encoder
   std::vector<PatternVerdict> patterns;     // by size, pattern
 };
+
+// The shift k of a shift-k probe task (`prefix` followed by digits only), or -1.
+int64_t ProbeShift(const std::string& task, const std::string& prefix);
 
 // Every comparison and pattern verdict of the table's reported rows (reported = 1). Where a task
 // split has rows of several metrics, the first metric in the table is used. InvalidArgument when

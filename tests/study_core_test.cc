@@ -481,6 +481,90 @@ TEST(VerdictTest, ProbePatternAndUnreportedSplitsLeftOut) {
   EXPECT_EQ(Pattern(*v, "cross_vs_single").verdict, "holds");  // probe tasks are not pooled in
 }
 
+// The shift-k probe: the Transformer flat at 90%, aMLP falling 0.25 points per filler piece,
+// gMLP `gmlp_per_k` points per piece, at k = 0, 1, 2, 4, 8, 16.
+std::vector<ResultRow> ShiftProbeTable(double gmlp_per_k, double transformer_at_16 = 0.90) {
+  std::vector<ResultRow> rows = PaperLikeTable(0.5);
+  for (const int k : {0, 1, 2, 4, 8, 16}) {
+    const std::string task = absl::StrCat("probe-shift-", k);
+    AddRuns(&rows, "transformer", task, "probe", k == 16 ? transformer_at_16 : 0.90);
+    AddRuns(&rows, "gmlp", task, "probe", 0.90 - 0.01 * gmlp_per_k * k);
+    AddRuns(&rows, "amlp", task, "probe", 0.90 - 0.0025 * k);
+    AddRuns(&rows, "", task, "probe", 0.50, "majority");
+    AddRuns(&rows, "transformer", task, "probe", 0.50, "second_only");
+  }
+  return rows;
+}
+
+TEST(VerdictTest, ProbeSlopeIsTheFittedDropAcrossTheShifts) {
+  EXPECT_EQ(ProbeShift("probe-shift-0", "probe-shift-"), 0);
+  EXPECT_EQ(ProbeShift("probe-shift-16", "probe-shift-"), 16);
+  for (const char* other : {"probe-shift-", "probe-shift-1x", "probe-shifted", "SST-2"}) {
+    EXPECT_EQ(ProbeShift(other, "probe-shift-"), -1) << other;
+  }
+  // gMLP falls 1 point per piece: 16 points from k = 0 to 16 against the flat Transformer, 12
+  // against aMLP's 4. The data lie on lines, so the fit is exact.
+  auto v = ComputeVerdicts(ShiftProbeTable(1.0));
+  ASSERT_TRUE(v.ok()) << v.status();
+  const PatternVerdict& slope = Pattern(*v, "probe_slope");
+  EXPECT_NEAR(slope.estimate.estimate, -0.16, 1e-9);
+  EXPECT_LT(slope.estimate.hi, 0);
+  EXPECT_EQ(slope.verdict, "holds") << slope.reason;
+  EXPECT_EQ(slope.tasks.size(), 6u);
+  const PatternVerdict& amlp = Pattern(*v, "probe_slope_amlp");
+  EXPECT_NEAR(amlp.estimate.estimate, -0.12, 1e-9);
+  EXPECT_EQ(amlp.verdict, "holds") << amlp.reason;
+  EXPECT_NE(FormatVerdicts(*v).find("probe_slope** (gMLP's probe accuracy falls"),
+            std::string::npos);
+
+  // gMLP as flat as the Transformer: no detectable slope; rising with k: against the paper.
+  v = ComputeVerdicts(ShiftProbeTable(0.0));
+  ASSERT_TRUE(v.ok());
+  EXPECT_NEAR(Pattern(*v, "probe_slope").estimate.estimate, 0.0, 1e-9);
+  EXPECT_EQ(Pattern(*v, "probe_slope").verdict, "not resolved");
+  EXPECT_EQ(Pattern(*v, "probe_slope_amlp").verdict, "does not hold");  // aMLP falls, gMLP not
+  v = ComputeVerdicts(ShiftProbeTable(-0.5));
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(Pattern(*v, "probe_slope").verdict, "does not hold");
+
+  // A probe the Transformer cannot read at k = 16 is not calibrated: nothing is judged.
+  v = ComputeVerdicts(ShiftProbeTable(1.0, /*transformer_at_16=*/0.501));
+  ASSERT_TRUE(v.ok());
+  for (const char* name : {"probe_slope", "probe_slope_amlp"}) {
+    EXPECT_EQ(Pattern(*v, name).verdict, "cannot judge");
+    EXPECT_NE(Pattern(*v, name).reason.find("floors at shift k = 16 (the probe is not calibrated)"),
+              std::string::npos)
+        << Pattern(*v, name).reason;
+  }
+
+  // Missing runs are named; one shift is no slope; no shift tasks, no slope patterns.
+  std::vector<ResultRow> rows = ShiftProbeTable(1.0);
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [](const ResultRow& r) {
+                              return r.encoder == "amlp" && r.task == "probe-shift-4";
+                            }),
+             rows.end());
+  v = ComputeVerdicts(rows);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(Pattern(*v, "probe_slope").verdict, "holds");
+  EXPECT_EQ(Pattern(*v, "probe_slope_amlp").reason, "no runs of amlp at k = 4");
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [](const ResultRow& r) {
+                              return r.task.rfind("probe-shift-", 0) == 0 &&
+                                     r.task != "probe-shift-8";
+                            }),
+             rows.end());
+  v = ComputeVerdicts(rows);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(Pattern(*v, "probe_slope").verdict, "cannot judge");
+  EXPECT_NE(Pattern(*v, "probe_slope").reason.find("at least two shifts; has 1"),
+            std::string::npos);
+  v = ComputeVerdicts(PaperLikeTable(0.5));
+  ASSERT_TRUE(v.ok());
+  for (const PatternVerdict& p : v->patterns)
+    EXPECT_EQ(p.pattern.find("probe_slope"), std::string::npos);
+}
+
 TEST(VerdictTest, OppositeGapDoesNotHold) {
   std::vector<ResultRow> rows;
   AddRuns(&rows, "transformer", "SST-2", "single", 0.80);
