@@ -37,6 +37,17 @@ int64_t DerivedSentenceBytes(int64_t max_len) {
 // A study with the probe whose default sentence length follows a finetuning max_len too short
 // for it: one line naming the setting that made max_len (its own key, or seq_len it follows).
 absl::Status CheckProbeFits(const StudyConfig& c, int64_t max_len, const std::string& subject) {
+  const std::vector<uint64_t> shifts = ProbeShifts(c.tasks);
+  if (!shifts.empty()) {
+    const int64_t need = 3 + 2 * c.probe.segment_pieces +
+                         static_cast<int64_t>(*std::max_element(shifts.begin(), shifts.end()));
+    if (need > max_len) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          subject, " is under the shift-k probe's ", need, " tokens (3 + 2 x ",
+          c.origins.Mention("probe_segment_pieces", c.probe.segment_pieces),
+          " + the largest k in tasks): raise it, or lower probe_segment_pieces or the shifts"));
+    }
+  }
   if (!UsesProbe(c) || c.probe.max_sentence_bytes != 0 || DerivedSentenceBytes(max_len) != 0) {
     return absl::OkStatus();
   }
@@ -162,6 +173,9 @@ absl::Status CheckData(const StudyConfig& c) {
   if (c.probe.max_sentence_bytes != 0 && c.probe.max_sentence_bytes < 8) {
     return bad("probe_max_sentence_bytes", c.probe.max_sentence_bytes,
                " must be >= 8 (or 0: --max_len - 8)");
+  }
+  if (c.probe.segment_pieces < 4 || c.probe.segment_pieces > kMaxSize) {
+    return bad("probe_segment_pieces", c.probe.segment_pieces, " must be in [4, ", kMaxSize, "]");
   }
   return absl::OkStatus();
 }

@@ -181,7 +181,8 @@ struct StudyConfig {
   static void ForEachTaskField(Self& self, Visit& visit) {
     visit("tasks", self.tasks,
           "study tasks: SST-2, CoLA (single-sentence); MNLI-like, SICK, RTE, SNLI-subset, STS-B "
-          "(cross-sentence); probe-aligned, probe-shifted (the alignment probe)");
+          "(cross-sentence); probe-aligned, probe-shifted, probe-shift-<k> (the alignment "
+          "probe; k filler pieces before segment 2)");
     visit("controls", self.controls, "second-segment-only runs of the baseline on every pair task");
     visit("probe_train_examples", self.probe.train_examples, "alignment probe: training pairs");
     visit("probe_dev_examples", self.probe.dev_examples,
@@ -191,6 +192,9 @@ struct StudyConfig {
     visit("probe_max_sentence_bytes", self.probe.max_sentence_bytes,
           "alignment probe: longest sentence in bytes (pairs must fit in --max_len tokens); "
           "0 = --max_len - 8");
+    visit("probe_segment_pieces", self.probe.segment_pieces,
+          "alignment probe, probe-shift-<k> tasks: both segments are exactly this many pieces "
+          "(3 + twice this + the largest k must fit in --max_len)");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
     visit("max_train_examples", self.max_train_examples,
           "> 0: finetune on a fixed random subset of this many examples per task");

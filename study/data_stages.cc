@@ -93,10 +93,13 @@ absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, co
   po.holdout_fraction = config.holdout_fraction;
   po.tokenizer = d.tokenizer_model;
   po.max_len = config.finetune.max_len;
+  po.shifts = ProbeShifts(config.tasks);
   absl::Status st = WriteProbe(po).status();
   if (absl::IsFailedPrecondition(st)) {  // a pair over max_len tokens: name the study's flags
     return absl::FailedPreconditionError(absl::StrCat(
-        st.message(), " (gmlp study: lower --probe_max_sentence_bytes, or raise --max_len)"));
+        st.message(),
+        " (gmlp study: lower --probe_max_sentence_bytes or --probe_segment_pieces, or raise "
+        "--max_len)"));
   }
   return st;
 }
@@ -163,7 +166,13 @@ absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress&
         "shards", [&] { return ShardStage(config, corpus_txt, d, progress, &tokens); }, &tokens,
         "tokens"));
   }
-  if (!d.probe_dir.empty() && !PathExists(JoinPath(d.probe_dir, "probe.json"))) {
+  // Again where a resumed study asks for a shift-k version it has not written (the same seed
+  // writes the same bytes for the versions it has).
+  bool make_probe = !d.probe_dir.empty() && !PathExists(JoinPath(d.probe_dir, "probe.json"));
+  for (const uint64_t k : ProbeShifts(config.tasks)) {
+    make_probe |= !PathExists(JoinPath(d.probe_dir, absl::StrCat("shift-", k, "/task.json")));
+  }
+  if (make_probe) {
     GMLP_RETURN_IF_ERROR(log->Time("alignment probe generation",
                                    [&] { return ProbeStage(config, corpus, d, progress); }));
   }

@@ -22,7 +22,6 @@ struct StudyData {
   std::string probe_dir;  // the alignment probe's task specs, when a probe task runs
 };
 
-
 // The data paths a study uses: the tokenizer and shards the config names, else those its data
 // stages write under <output>/data.
 StudyData DataPaths(const StudyConfig& config);

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -35,6 +37,10 @@ constexpr uint64_t kSentenceSalt = 0x5e17e9ce5a17ULL;
 constexpr uint64_t kLabelSalt = 0x1abe15a17ULL;
 constexpr uint64_t kExampleSalt = 0xe8a3b1e5a17ULL;
 constexpr uint64_t kShiftSalt = 0x5b1f75a17ULL;
+// The shift-k versions' streams.
+constexpr uint64_t kPieceLabelSalt = 0x91ece1abe1ULL;
+constexpr uint64_t kPieceExampleSalt = 0x91ece5a17ULL;
+constexpr uint64_t kPieceFillerSalt = 0x91ecef111ULL;
 
 using Rng = SplitMix64Rng;
 
@@ -171,6 +177,152 @@ ProbeExample MakePair(const std::vector<std::string>& words, bool same,
   return e;
 }
 
+// Pieces of a text under the tokenizer; words are cached (a slice repeats them).
+class PieceCounter {
+ public:
+  explicit PieceCounter(const tokenizer::Tokenizer& tok) : tok_(tok) {}
+
+  absl::StatusOr<int64_t> Word(const std::string& word) {
+    auto it = words_.find(word);
+    if (it != words_.end()) return it->second;
+    GMLP_ASSIGN_OR_RETURN(const int64_t n, Text(word));
+    words_.emplace(word, n);
+    return n;
+  }
+
+  absl::StatusOr<int64_t> Text(absl::string_view text) {
+    ids_.clear();
+    GMLP_RETURN_IF_ERROR(tok_.Encode(text, &ids_));
+    return static_cast<int64_t>(ids_.size());
+  }
+
+ private:
+  const tokenizer::Tokenizer& tok_;
+  std::map<std::string, int64_t> words_;
+  std::vector<int32_t> ids_;
+};
+
+// The shift-k versions of one pair: A and B of exactly m pieces, `filler` one-piece words.
+struct PiecePair {
+  std::string a, b;
+  int64_t position = 0;
+  std::vector<std::string> filler;  // the largest shift's; version k takes the first k
+};
+
+// Builds the pair from `words` (cut to the words that fit in m pieces, then padded with
+// one-piece words), or returns false when the sentence cannot give one: no one-piece lowercase
+// word within its first m pieces, a prefix already used (`seen`), or a text whose pieces are not
+// the sum of its words' (the checks below make every kept pair exact by construction).
+absl::StatusOr<bool> MakePiecePair(const std::vector<std::string>& words, bool same, int64_t m,
+                                   int64_t max_shift, const std::vector<std::string>& one_piece,
+                                   PieceCounter& pieces, std::set<std::string>* seen, Rng& rng,
+                                   Rng& filler_rng, PiecePair* out) {
+  std::vector<std::string> seg;
+  std::vector<int64_t> positions;
+  int64_t used = 0;
+  for (const std::string& w : words) {
+    GMLP_ASSIGN_OR_RETURN(const int64_t n, pieces.Word(w));
+    if (used + n > m) break;
+    if (n == 1 && IsVocabWord(w)) positions.push_back(static_cast<int64_t>(seg.size()));
+    seg.push_back(w);
+    used += n;
+  }
+  if (positions.empty() || !seen->insert(absl::StrJoin(seg, " ")).second) return false;
+  while (used < m) {
+    seg.push_back(one_piece[rng.Uniform(one_piece.size())]);
+    ++used;
+  }
+  const int64_t pos = positions[rng.Uniform(positions.size())];
+  const std::string& original = seg[pos];
+  std::string u, v;
+  do u = one_piece[rng.Uniform(one_piece.size())];
+  while (u == original);
+  do v = one_piece[rng.Uniform(one_piece.size())];
+  while (v == original || v == u);
+  std::vector<std::string> a = seg, b = seg;
+  a[pos] = u;
+  b[pos] = v;
+  out->a = absl::StrJoin(a, " ");
+  out->b = same ? out->a : absl::StrJoin(b, " ");
+  out->position = pos;
+  out->filler.clear();
+  for (int64_t k = 0; k < max_shift; ++k) {
+    out->filler.push_back(one_piece[filler_rng.Uniform(one_piece.size())]);
+  }
+  GMLP_ASSIGN_OR_RETURN(const int64_t a_pieces, pieces.Text(out->a));
+  GMLP_ASSIGN_OR_RETURN(const int64_t b_pieces,
+                        pieces.Text(absl::StrCat(absl::StrJoin(out->filler, " "),
+                                                 out->filler.empty() ? "" : " ", out->b)));
+  return a_pieces == m && b_pieces == m + max_shift;
+}
+
+// The shift-k versions of every split, drawn from `order` (the slice's shuffled sentences).
+absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
+                                   const std::vector<int64_t>& order, ProbeData* data) {
+  GMLP_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
+                        tokenizer::Tokenizer::Load(o.tokenizer));
+  PieceCounter pieces(*tok);
+  std::vector<std::string> one_piece;
+  for (const std::string& w : c.vocabulary) {
+    GMLP_ASSIGN_OR_RETURN(const int64_t n, pieces.Word(w));
+    if (n == 1) one_piece.push_back(w);
+  }
+  data->one_piece_words = static_cast<int64_t>(one_piece.size());
+  if (one_piece.size() < 3) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(o.corpus, ": only ", one_piece.size(), " of the held-out slice's ",
+                     c.vocabulary.size(), " vocabulary words are one piece under ", o.tokenizer,
+                     "; the shift-k versions need at least 3 (a larger --vocab_size, or lower "
+                     "--min_word_count)"));
+  }
+  const int64_t max_shift =
+      static_cast<int64_t>(*std::max_element(o.shifts.begin(), o.shifts.end()));
+  std::set<std::string> seen;
+  size_t cursor = 0;
+  int64_t made = 0;
+  for (size_t s = 0; s < data->splits.size(); ++s) {
+    ProbeSplit& split = data->splits[s];
+    const int64_t n = static_cast<int64_t>(split.aligned.size());
+    std::vector<uint8_t> same(n);
+    for (int64_t i = 0; i < n; ++i) same[i] = i < (n + 1) / 2;
+    Rng(StreamSeed(o.seed, kPieceLabelSalt, s)).Shuffle(&same);
+    for (int64_t i = 0; i < n; ++i) {
+      PiecePair pair;
+      for (;;) {
+        if (cursor == order.size()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              o.corpus, ": the held-out slice's ", order.size(), " usable sentences give only ",
+              made, " of the ", o.train_examples + o.dev_examples + o.test_examples,
+              " shift-k pairs asked for (", data->skipped_sentences,
+              " have no one-piece lowercase word in their first --segment_pieces pieces or "
+              "repeat another's); raise --holdout_fraction or ask for fewer examples"));
+        }
+        const uint64_t draw = cursor;
+        Rng rng(StreamSeed(o.seed, kPieceExampleSalt, draw));
+        Rng filler(StreamSeed(o.seed, kPieceFillerSalt, draw));
+        GMLP_ASSIGN_OR_RETURN(
+            const bool ok, MakePiecePair(c.sentences[order[cursor++]], same[i], o.segment_pieces,
+                                         max_shift, one_piece, pieces, &seen, rng, filler, &pair));
+        if (ok) break;
+        ++data->skipped_sentences;
+      }
+      ++made;
+      for (const uint64_t k : o.shifts) {
+        ProbeExample e;
+        e.index = i;
+        e.sentence1 = pair.a;
+        e.sentence2 = absl::StrJoin(pair.filler.begin(), pair.filler.begin() + k, " ");
+        absl::StrAppend(&e.sentence2, k == 0 ? "" : " ", pair.b);
+        e.label = same[i] ? kSame : kReplaced;
+        e.offset = static_cast<int64_t>(k);
+        e.position = pair.position;
+        split.by_shift[e.offset].push_back(std::move(e));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string AbsolutePath(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -202,7 +354,9 @@ absl::StatusOr<int64_t> CheckTokenLengths(const ProbeData& data, const ProbeOpti
   int64_t longest = 0;
   std::vector<int32_t> ids;
   for (const ProbeSplit& s : data.splits) {
-    for (const auto* version : {&s.aligned, &s.shifted}) {
+    std::vector<const std::vector<ProbeExample>*> versions = {&s.aligned, &s.shifted};
+    for (const auto& [k, examples] : s.by_shift) versions.push_back(&examples);
+    for (const auto* version : versions) {
       for (const ProbeExample& e : *version) {
         ids.clear();
         GMLP_RETURN_IF_ERROR(tok->Encode(e.sentence1, &ids));
@@ -213,7 +367,7 @@ absl::StatusOr<int64_t> CheckTokenLengths(const ProbeData& data, const ProbeOpti
           return absl::FailedPreconditionError(
               absl::StrCat("probe ", s.name, " pair ", e.index, " (offset ", e.offset, ") is ", n,
                            " tokens, over --max_len=", o.max_len,
-                           "; lower --max_sentence_bytes or --max_shift"));
+                           "; lower --max_sentence_bytes, --max_shift or --segment_pieces"));
         }
       }
     }
@@ -259,6 +413,34 @@ absl::Status ProbeOptions::Validate() const {
         "probe: --max_len=", max_len, " leaves sentences under 8 bytes; raise --max_len"));
   }
   if (max_shift < 1) return absl::InvalidArgumentError("probe: --max_shift must be >= 1");
+  if (!shifts.empty()) {
+    if (tokenizer.empty()) {
+      return absl::InvalidArgumentError(
+          "probe: --shifts needs --tokenizer=<SentencePiece model>: the shift-k versions count "
+          "offsets in its pieces");
+    }
+    if (segment_pieces < 4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("probe: --segment_pieces must be >= 4, got ", segment_pieces));
+    }
+    std::set<uint64_t> seen;
+    for (const uint64_t k : shifts) {
+      if (k > static_cast<uint64_t>(kMaxProbeShift)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("probe: --shifts: k = ", k, " is over ", kMaxProbeShift));
+      }
+      if (!seen.insert(k).second) {
+        return absl::InvalidArgumentError(absl::StrCat("probe: --shifts lists k = ", k, " twice"));
+      }
+    }
+    const int64_t need = 3 + 2 * segment_pieces + static_cast<int64_t>(*seen.rbegin());
+    if (need > max_len) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe: 3 special tokens + 2 x --segment_pieces=", segment_pieces,
+          " + the largest shift ", *seen.rbegin(), " = ", need, " tokens, over --max_len=", max_len,
+          "; lower --segment_pieces or the shifts"));
+    }
+  }
   if (min_word_count < 1) return absl::InvalidArgumentError("probe: --min_word_count must be >= 1");
   if (max_len < 8) return absl::InvalidArgumentError("probe: --max_len must be >= 8");
   GMLP_RETURN_IF_ERROR(tokenizer::ValidateCorpusFormat(format, text_field));
@@ -347,6 +529,7 @@ absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& given) {
     }
     data.splits.push_back(std::move(split));
   }
+  if (!o.shifts.empty()) GMLP_RETURN_IF_ERROR(GenerateShiftVersions(o, c, order, &data));
   return data;
 }
 
@@ -386,32 +569,54 @@ absl::StatusOr<ProbeData> WriteProbe(const ProbeOptions& given) {
       {"vocabulary_words", data.vocabulary_words},
       {"labels", {kSame, kReplaced}}};
   if (!o.tokenizer.empty()) manifest["longest_pair_tokens"] = longest_tokens;
-  for (const auto& [version, task] :
-       {std::pair<std::string, std::string>{"aligned", kProbeAlignedTask},
-        {"shifted", kProbeShiftedTask}}) {
-    const std::string dir = JoinPath(root, version);
-    GMLP_RETURN_IF_ERROR(MakeDirs(dir));
-    for (const ProbeSplit& s : data.splits) {
-      const auto& examples = version == "aligned" ? s.aligned : s.shifted;
-      const std::string path = JoinPath(dir, s.name + ".tsv");
-      GMLP_RETURN_IF_ERROR(WriteFileAtomic(path, ProbeTsv(examples)));
-      GMLP_ASSIGN_OR_RETURN(const std::string checksum, FileChecksum(path));
-      nlohmann::json summary = SplitSummary(examples);
-      summary["checksum"] = checksum;
-      manifest["versions"][version][s.name] = summary;
-    }
-    const finetune::TaskSpec spec = ProbeTaskSpec(task, dir);
-    GMLP_RETURN_IF_ERROR(spec.Validate());
-    nlohmann::json j = spec.ToJson();
-    j["description"] = absl::StrCat(
-        "Alignment probe, ", version, " version (", o.train_examples, "/", o.dev_examples, "/",
-        o.test_examples, " pairs, seed ", o.seed,
-        "); written by `gmlp probe`, see probe.json. dev selects the epoch, test is reported.");
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "task.json"), j.dump(2) + "\n"));
-    manifest["versions"][version]["task_spec"] = JoinPath(dir, "task.json");
+  if (!o.shifts.empty()) {
+    manifest["one_piece_words"] = data.one_piece_words;
+    manifest["shift_skipped_sentences"] = data.skipped_sentences;
   }
-  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(root, "probe.json"), manifest.dump(2) + "\n"));
-  return data;
+  // (directory, task, the split's examples)
+  using Version = std::tuple<std::string, std::string,
+                             std::function<const std::vector<ProbeExample>&(const ProbeSplit&)>>;
+  std::vector<Version> versions = {
+      {"aligned", kProbeAlignedTask, [](const ProbeSplit& s) -> const auto& {return s.aligned;
+}
+}  // namespace gmlp::study
+, {
+  "shifted", kProbeShiftedTask, [](const ProbeSplit& s) -> const auto& { return s.shifted; }
+}
+}
+;
+for (const uint64_t k : o.shifts) {
+  const int64_t shift = static_cast<int64_t>(k);
+  versions.emplace_back(
+      absl::StrCat("shift-", k),
+      ProbeShiftTask(shift), [shift](const ProbeSplit& s) -> const auto& {
+        return s.by_shift.at(shift);
+      });
+}
+for (const auto& [version, task, examples_of] : versions) {
+  const std::string dir = JoinPath(root, version);
+  GMLP_RETURN_IF_ERROR(MakeDirs(dir));
+  for (const ProbeSplit& s : data.splits) {
+    const auto& examples = examples_of(s);
+    const std::string path = JoinPath(dir, s.name + ".tsv");
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(path, ProbeTsv(examples)));
+    GMLP_ASSIGN_OR_RETURN(const std::string checksum, FileChecksum(path));
+    nlohmann::json summary = SplitSummary(examples);
+    summary["checksum"] = checksum;
+    manifest["versions"][version][s.name] = summary;
+  }
+  const finetune::TaskSpec spec = ProbeTaskSpec(task, dir);
+  GMLP_RETURN_IF_ERROR(spec.Validate());
+  nlohmann::json j = spec.ToJson();
+  j["description"] = absl::StrCat(
+      "Alignment probe, ", version, " version (", o.train_examples, "/", o.dev_examples, "/",
+      o.test_examples, " pairs, seed ", o.seed,
+      "); written by `gmlp probe`, see probe.json. dev selects the epoch, test is reported.");
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "task.json"), j.dump(2) + "\n"));
+  manifest["versions"][version]["task_spec"] = JoinPath(dir, "task.json");
+}
+GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(root, "probe.json"), manifest.dump(2) + "\n"));
+return data;
 }
 
 }  // namespace gmlp::study

@@ -14,16 +14,27 @@
 //   shifted: segment 2 is k filler words (drawn from the same vocabulary, k uniform in
 //            [1, max_shift]) followed by B: matching needs content.
 // The two versions share every sentence, position, word and label; only the filler differs.
+//
+// Shift-k versions (issue 39), with `shifts` and a tokenizer: offsets counted in the tokenizer's
+// pieces, so each version has one constant offset. A is cut to exactly segment_pieces (m)
+// pieces: the sentence's words while they fit, then one-piece filler words; u and v are
+// one-piece lowercase words replacing a one-piece lowercase word of the sentence, so A and B
+// are both m pieces, aligned piece by piece. Version k puts exactly k one-piece filler words
+// before B: B's piece j sits k + m + 1 tokens after A's piece j, for every pair. Every version
+// shares the sentences, positions, words and labels (version k's filler is the first k of one
+// draw per pair); these sentences are drawn apart from the aligned/shifted versions'.
 // Deterministic from `seed` (SplitMix64 streams, no std:: distributions). Torch-free.
 #ifndef GMLP_STUDY_PROBE_H_
 #define GMLP_STUDY_PROBE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "tokenizer/corpus_reader.h"
 
 namespace gmlp::study {
@@ -48,6 +59,10 @@ struct ProbeOptions {
   int64_t max_words = 20;
   int64_t max_sentence_bytes = 0;
   int64_t max_shift = 8;  // shifted: 1..max_shift filler words before B
+  // Shift-k versions (0 <= k <= kMaxProbeShift, no repeats), written to shift-<k>/ as task
+  // probe-shift-<k>; they need `tokenizer`, and 3 + 2 segment_pieces + the largest k <= max_len.
+  std::vector<uint64_t> shifts;
+  int64_t segment_pieces = 24;
   // Replacement and filler words: lowercase ASCII words of 2..12 letters seen at least this
   // often in the slice's sentences.
   int64_t min_word_count = 2;
@@ -73,6 +88,10 @@ struct ProbeOptions {
     visit("max_sentence_bytes", self.max_sentence_bytes,
           "longest sentence used, in bytes; 0 = --max_len - 8");
     visit("max_shift", self.max_shift, "shifted version: 1..max_shift filler words before B");
+    visit("shifts", self.shifts,
+          "shift-k versions: comma-separated k, filler pieces before B (needs --tokenizer)");
+    visit("segment_pieces", self.segment_pieces,
+          "shift-k versions: A and B are exactly this many pieces");
     visit("min_word_count", self.min_word_count,
           "replacement/filler words must occur this often in the slice");
     visit("tokenizer", self.tokenizer,
@@ -95,7 +114,27 @@ struct ProbeOptions {
 // defaults").
 inline int64_t DefaultSentenceBytes(int64_t max_len) { return max_len - 8; }
 
-// One generated pair (the aligned and shifted versions differ only in `offset`).
+// The shift-k probe's task names: probe-shift-<k>.
+inline constexpr char kProbeShiftTaskPrefix[] = "probe-shift-";
+inline constexpr int64_t kMaxProbeShift = 64;
+inline std::string ProbeShiftTask(int64_t k) { return absl::StrCat(kProbeShiftTaskPrefix, k); }
+// The k of a task named `prefix` followed by decimal digits only (at most 9), or -1. Inline: the
+// study config's fuzz target reads task names without the generator.
+inline int64_t ProbeShiftOf(const std::string& task,
+                            const std::string& prefix = kProbeShiftTaskPrefix) {
+  if (prefix.empty() || task.size() <= prefix.size() || task.rfind(prefix, 0) != 0) return -1;
+  const size_t digits = task.size() - prefix.size();
+  if (digits > 9) return -1;
+  int64_t k = 0;
+  for (size_t i = prefix.size(); i < task.size(); ++i) {
+    if (task[i] < '0' || task[i] > '9') return -1;
+    k = 10 * k + (task[i] - '0');
+  }
+  return k;
+}
+
+// One generated pair (the aligned and shifted versions differ only in `offset`; the shift-k
+// versions in `offset` = k).
 struct ProbeExample {
   int64_t index = 0;
   std::string sentence1;  // A
@@ -121,12 +160,15 @@ struct ProbeSplit {
   std::string name;  // train | dev | test
   std::vector<ProbeExample> aligned;
   std::vector<ProbeExample> shifted;
+  std::map<int64_t, std::vector<ProbeExample>> by_shift;  // k -> the shift-k version
 };
 
 struct ProbeData {
   CorpusHoldout holdout;
   int64_t candidate_sentences = 0;  // usable distinct sentences in the slice
   int64_t vocabulary_words = 0;     // replacement/filler vocabulary size
+  int64_t one_piece_words = 0;      // shift-k versions: vocabulary words that are one piece
+  int64_t skipped_sentences = 0;    // shift-k versions: sentences without a one-piece word
   std::vector<ProbeSplit> splits;   // train, dev, test
 };
 
@@ -144,6 +186,7 @@ inline constexpr char kProbeShiftedTask[] = "probe-shifted";
 // Generates the probe and writes, atomically each:
 //   <output>/aligned/{train,dev,test}.tsv, <output>/aligned/task.json (task "probe-aligned")
 //   <output>/shifted/{train,dev,test}.tsv, <output>/shifted/task.json (task "probe-shifted")
+//   <output>/shift-<k>/... (task "probe-shift-<k>") for each k of `shifts`
 //   <output>/probe.json: the options, the held-out slice, counts, label balance, checksums
 // A task.json names its files by absolute path, so `gmlp finetune --task_spec=.../task.json`
 // runs it as is; dev selects the epoch, test is reported. Returns what was generated.

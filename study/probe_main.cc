@@ -21,7 +21,10 @@ constexpr char kUsage[] =
     "the slice starts): 'is segment 2 the same as segment 1, or segment 1 with one word "
     "replaced?', in an aligned version (segment 2 starts right after [SEP]) and a shifted one "
     "(1..--max_shift filler words first). Writes <output>/{aligned,shifted}/{train,dev,test}.tsv "
-    "and task.json, and <output>/probe.json. The same flags give the same bytes.";
+    "and task.json, and <output>/probe.json. With --shifts=0,1,2,4,8,16 and --tokenizer, also "
+    "the shift-k versions in <output>/shift-<k>/ (task probe-shift-<k>): both segments exactly "
+    "--segment_pieces pieces, segment 2 after exactly k one-piece filler words. The same flags "
+    "give the same bytes.";
 
 }  // namespace
 
@@ -44,6 +47,17 @@ int ProbeMain(int argc, char** argv) {
       static_cast<long long>(o.dev_examples), static_cast<long long>(o.test_examples));
   std::printf("probe: task specs %s and %s\n", JoinPath(o.output, "aligned/task.json").c_str(),
               JoinPath(o.output, "shifted/task.json").c_str());
+  for (const uint64_t k : o.shifts) {
+    std::printf("probe: task spec %s\n",
+                JoinPath(o.output, "shift-" + std::to_string(k) + "/task.json").c_str());
+  }
+  if (!o.shifts.empty()) {
+    std::printf(
+        "probe: shift-k versions: %lld one-piece vocabulary words; %lld sentences "
+        "skipped\n",
+        static_cast<long long>(data->one_piece_words),
+        static_cast<long long>(data->skipped_sentences));
+  }
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "study/held_out.h"
 #include "study/progress.h"
 #include "study/report.h"
+#include "study/tasks.h"
 
 namespace gmlp::study {
 namespace {
@@ -145,11 +146,14 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
         static_cast<double>(c.pretrain.model.d_model) / c.pretrain.model.attn_size));
   }
   if (UsesProbe(config)) {
-    notes.push_back(
-        absl::StrCat("alignment probe (study/probe.h): ", config.probe.train_examples, "/",
-                     config.probe.dev_examples, "/", config.probe.test_examples,
-                     " train/dev/test pairs per version from the held-out documents; details in ",
-                     JoinPath(data.probe_dir, "probe.json")));
+    notes.push_back(absl::StrCat("alignment probe (study/probe.h): ", config.probe.train_examples,
+                                 "/", config.probe.dev_examples, "/", config.probe.test_examples,
+                                 " train/dev/test pairs per version from the held-out documents",
+                                 ProbeShifts(config.tasks).empty()
+                                     ? ""
+                                     : absl::StrCat("; the shift-k versions' segments are exactly ",
+                                                    config.probe.segment_pieces, " pieces"),
+                                 "; details in ", JoinPath(data.probe_dir, "probe.json")));
   }
   return notes;
 }

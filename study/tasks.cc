@@ -1,5 +1,7 @@
 #include "study/tasks.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +32,11 @@ absl::StatusOr<StudyTask> FindStudyTask(const std::string& name) {
   for (const StudyTask& t : StudyTaskTable()) {
     if (absl::EqualsIgnoreCase(t.name, name)) return t;
   }
+  const int64_t k = ProbeShiftOf(name);
+  if (k >= 0 && k <= kMaxProbeShift) {
+    return StudyTask{ProbeShiftTask(k), "",     absl::StrCat("shift-", k, "/task.json"),
+                     "probe",           "test", 0};
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "--tasks: unknown study task '", name, "'; known: ", absl::StrJoin(StudyTaskNames(), ", ")));
 }
@@ -37,12 +44,25 @@ absl::StatusOr<StudyTask> FindStudyTask(const std::string& name) {
 std::vector<std::string> StudyTaskNames() {
   std::vector<std::string> out;
   for (const StudyTask& t : StudyTaskTable()) out.push_back(t.name);
+  out.push_back(absl::StrCat(kProbeShiftTaskPrefix, "<k> (k = 0..", kMaxProbeShift, ")"));
   return out;
 }
 
 bool IsProbeTask(const std::string& name) {
   return absl::EqualsIgnoreCase(name, kProbeAlignedTask) ||
-         absl::EqualsIgnoreCase(name, kProbeShiftedTask);
+         absl::EqualsIgnoreCase(name, kProbeShiftedTask) || ProbeShifts({name}).size() == 1;
+}
+
+std::vector<uint64_t> ProbeShifts(const std::vector<std::string>& tasks) {
+  std::vector<uint64_t> out;
+  for (const std::string& t : tasks) {
+    const int64_t k = ProbeShiftOf(t);
+    if (k >= 0 && k <= kMaxProbeShift &&
+        std::find(out.begin(), out.end(), static_cast<uint64_t>(k)) == out.end()) {
+      out.push_back(static_cast<uint64_t>(k));
+    }
+  }
+  return out;
 }
 
 }  // namespace gmlp::study

@@ -24,12 +24,14 @@ struct StudyTask {
   int64_t select_from_train = 0;
 };
 
-// The alignment probe's tasks (probe-aligned, probe-shifted): their specs are generated into
-// the study's data folder.
+// The alignment probe's tasks (probe-aligned, probe-shifted, probe-shift-<k>): their specs are
+// generated into the study's data folder.
 bool IsProbeTask(const std::string& name);
+// The k of every probe-shift-<k> task among `tasks`, in order, without repeats.
+std::vector<uint64_t> ProbeShifts(const std::vector<std::string>& tasks);
 
 // The built-in study tasks: SST-2 and CoLA (single); MNLI-like (train MNLI subset, report XNLI
-// English test), SICK, RTE, SNLI-subset and STS-B (cross).
+// English test), SICK, RTE, SNLI-subset and STS-B (cross); the probe's versions.
 absl::StatusOr<StudyTask> FindStudyTask(const std::string& name);
 std::vector<std::string> StudyTaskNames();
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "study/probe.h"
 
 namespace gmlp::study {
 namespace {
@@ -271,7 +272,7 @@ PatternVerdict ProbeSlope(const SizeView& s, const std::string& a, const std::st
   p.verdict = "cannot judge";
   std::vector<std::pair<int64_t, TaskSplit>> shifts;  // one split per task: the first
   for (const TaskSplit& ts : s.t.task_splits) {
-    const int64_t k = ProbeShift(ts.first, s.o.probe_shift_prefix);
+    const int64_t k = ProbeShiftOf(ts.first, s.o.probe_shift_prefix);
     const bool seen = std::any_of(shifts.begin(), shifts.end(),
                                   [&](const auto& e) { return e.second.first == ts.first; });
     if (k >= 0 && !seen && s.Runs(s.o.baseline, ts) != nullptr) shifts.push_back({k, ts});
@@ -312,21 +313,11 @@ PatternVerdict ProbeSlope(const SizeView& s, const std::string& a, const std::st
 
 bool HasShiftProbe(const Table& t, const VerdictOptions& o) {
   return std::any_of(t.task_splits.begin(), t.task_splits.end(), [&](const TaskSplit& ts) {
-    return ProbeShift(ts.first, o.probe_shift_prefix) >= 0;
+    return ProbeShiftOf(ts.first, o.probe_shift_prefix) >= 0;
   });
 }
 
 }  // namespace
-
-int64_t ProbeShift(const std::string& task, const std::string& prefix) {
-  if (prefix.empty() || task.size() <= prefix.size() || task.rfind(prefix, 0) != 0) return -1;
-  const std::string digits = task.substr(prefix.size());
-  if (digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return -1;
-  }
-  return std::stoll(digits);
-}
 
 std::string FormatPoints(const Interval& i) {
   return absl::StrFormat("%+.1f [%+.1f, %+.1f]", 100 * i.estimate, 100 * i.lo, 100 * i.hi);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "study/probe.h"
 #include "study/results_table.h"
 #include "study/stats.h"
 
@@ -44,7 +45,7 @@ struct VerdictOptions {
   std::string amlp = "amlp";
   std::string probe_aligned = "probe-aligned";
   std::string probe_shifted = "probe-shifted";
-  std::string probe_shift_prefix = "probe-shift-";
+  std::string probe_shift_prefix = kProbeShiftTaskPrefix;
   BootstrapOptions bootstrap;
 };
 
@@ -79,9 +80,6 @@ struct StudyVerdicts {
   std::vector<TaskComparison> comparisons;  // by size, task, encoder
   std::vector<PatternVerdict> patterns;     // by size, pattern
 };
-
-// The shift k of a shift-k probe task (`prefix` followed by digits only), or -1.
-int64_t ProbeShift(const std::string& task, const std::string& prefix);
 
 // Every comparison and pattern verdict of the table's reported rows (reported = 1). Where a task
 // split has rows of several metrics, the first metric in the table is used. InvalidArgument when

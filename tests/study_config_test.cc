@@ -16,6 +16,7 @@
 #include "study/config.h"
 #include "study/roles.h"
 #include "study/study.h"
+#include "study/tasks.h"
 #include "study/verdict.h"
 
 namespace gmlp::study {
@@ -283,6 +284,40 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   EXPECT_EQ(SettingsChanges(recorded, resolved), "");
   recorded["finetune"]["max_len"] = 0;
   EXPECT_EQ(SettingsChanges(recorded, resolved), "");
+}
+
+// probe-shift-<k> tasks: found by name, their k the probe's shifts, their fit in max_len checked
+// naming the settings that make it.
+TEST(StudyConfigTest, ShiftProbeTasksAndTheirFit) {
+  auto task = FindStudyTask("probe-shift-16");
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->kind, "probe");
+  EXPECT_EQ(task->task_spec, "shift-16/task.json");
+  EXPECT_TRUE(IsProbeTask("probe-shift-0"));
+  EXPECT_FALSE(FindStudyTask("probe-shift-65").ok());
+  EXPECT_FALSE(FindStudyTask("probe-shift-x").ok());
+  EXPECT_NE(std::string(FindStudyTask("probe-shift-65").status().message())
+                .find("probe-shift-<k> (k = 0..64)"),
+            std::string::npos);
+  EXPECT_EQ(
+      ProbeShifts({"SST-2", "probe-shift-4", "probe-aligned", "probe-shift-0", "probe-shift-4"}),
+      (std::vector<uint64_t>{4, 0}));
+
+  StudyConfig c;
+  c.tasks = {"SST-2", "probe-shift-0", "probe-shift-16"};
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();  // 3 + 2 x 24 + 16 = 67 <= 128
+  c.probe.segment_pieces = 60;
+  EXPECT_EQ(std::string(c.Validate().message()),
+            "--seq_len=128 is under the shift-k probe's 139 tokens (3 + 2 x "
+            "--probe_segment_pieces=60 + the largest k in tasks): raise it, or lower "
+            "probe_segment_pieces or the shifts");
+  c.probe.segment_pieces = 3;
+  EXPECT_EQ(std::string(c.Validate().message()),
+            "--probe_segment_pieces=3 must be in [4, 1048576]");
+  c.probe.segment_pieces = 24;
+  c.tasks = {"SST-2", "probe-aligned"};  // no shift tasks: segment_pieces is not checked
+  c.seq_len = 32;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
 }
 
 // pretrain_lr_by_size gives every cell of a size its lr; other sizes keep pretrain_lr.

@@ -22,6 +22,7 @@
 #include "study/stats.h"
 #include "study/verdict.h"
 #include "tests/file_test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gmlp::study {
 namespace {
@@ -211,6 +212,110 @@ TEST_F(ProbeTest, SubcommandEndToEnd) {
   auto spec = finetune::LoadTaskSpec(out + "/shifted/task.json");
   EXPECT_TRUE(spec.ok()) << spec.status();
   EXPECT_NE(ReadBytes(dir_ + "/cli.log").find("probe: task specs"), std::string::npos);
+}
+
+// The shift-k versions under a tokenizer trained on the fixture: offsets in pieces, exact.
+TEST_F(ProbeTest, ShiftVersionsCountOffsetsInPieces) {
+  tokenizer::TrainOptions t;
+  t.inputs = {corpus_};
+  t.model_prefix = dir_ + "/spm";
+  t.vocab_size = 100;
+  t.byte_fallback = false;
+  t.num_threads = 1;
+  const absl::Status trained = tokenizer::Train(t);
+  ASSERT_TRUE(trained.ok()) << trained;
+  auto tok = tokenizer::Tokenizer::Load(dir_ + "/spm.model");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto pieces = [&](const std::string& text) { return (*tok)->Encode(text); };
+
+  ProbeOptions o = Options("shift");
+  o.tokenizer = dir_ + "/spm.model";
+  o.segment_pieces = 12;
+  o.shifts = {0, 2, 5};
+  auto data = WriteProbe(o);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_GE(data->one_piece_words, 3);
+  const int64_t m = o.segment_pieces;
+  std::set<std::string> sentences;
+  for (const ProbeSplit& s : data->splits) {
+    ASSERT_EQ(s.by_shift.size(), 3u);
+    const std::vector<ProbeExample>& widest = s.by_shift.at(5);
+    ASSERT_EQ(widest.size(), s.aligned.size()) << s.name;
+    int64_t same = 0;
+    for (size_t i = 0; i < widest.size(); ++i) {
+      const ProbeExample& w = widest[i];
+      same += w.label == "same";
+      const std::vector<int32_t> a = pieces(w.sentence1);
+      const std::vector<int32_t> b5 = pieces(w.sentence2);
+      ASSERT_EQ(static_cast<int64_t>(a.size()), m) << w.sentence1;
+      ASSERT_EQ(static_cast<int64_t>(b5.size()), m + 5) << w.sentence2;
+      // B's pieces sit 5 after the filler, aligned with A's; they differ in exactly one piece
+      // where the label says "replaced".
+      int differing = 0;
+      for (int64_t j = 0; j < m; ++j) differing += a[j] != b5[5 + j];
+      EXPECT_EQ(differing, w.label == "same" ? 0 : 1) << w.sentence1 << " | " << w.sentence2;
+      EXPECT_EQ(w.sentence1.find("prefixword"), std::string::npos) << "not from the holdout";
+      sentences.insert(w.sentence1);
+      for (const auto& [k, version] : s.by_shift) {
+        const ProbeExample& e = version[i];
+        // Every version: the same A, label and position; B after exactly k one-piece words, the
+        // first k of the widest version's.
+        EXPECT_EQ(e.offset, k);
+        EXPECT_EQ(e.sentence1, w.sentence1);
+        EXPECT_EQ(e.label, w.label);
+        EXPECT_EQ(e.position, w.position);
+        const std::vector<int32_t> b = pieces(e.sentence2);
+        ASSERT_EQ(static_cast<int64_t>(b.size()), m + k) << e.sentence2;
+        EXPECT_TRUE(std::equal(b.begin(), b.begin() + k, b5.begin())) << e.sentence2;
+        EXPECT_TRUE(std::equal(b.begin() + k, b.end(), b5.begin() + 5)) << e.sentence2;
+      }
+    }
+    EXPECT_EQ(same, static_cast<int64_t>(widest.size() / 2)) << s.name;
+  }
+  EXPECT_EQ(sentences.size(), 70u) << "every pair comes from its own sentence";
+  // Task specs named probe-shift-<k> that finetune reads.
+  for (const int k : {0, 2, 5}) {
+    auto spec = finetune::LoadTaskSpec(absl::StrCat(dir_, "/shift/shift-", k, "/task.json"));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->name, ProbeShiftTask(k));
+    EXPECT_EQ(ProbeShiftOf(spec->name), k);
+    auto test = finetune::ReadSplit(*spec, spec->eval[1], "/nonexistent");
+    ASSERT_TRUE(test.ok()) << test.status();
+    EXPECT_EQ(test->examples.size(), 20u);
+  }
+  const std::string manifest = ReadBytes(dir_ + "/shift/probe.json");
+  EXPECT_NE(manifest.find("\"shift-5\""), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"one_piece_words\""), std::string::npos) << manifest;
+
+  // Same options, same bytes.
+  o.output = dir_ + "/shift_again";
+  ASSERT_TRUE(WriteProbe(o).ok());
+  EXPECT_EQ(ReadBytes(dir_ + "/shift/shift-2/train.tsv"),
+            ReadBytes(dir_ + "/shift_again/shift-2/train.tsv"));
+
+  // Bad settings: one line naming the flag.
+  const struct {
+    std::vector<uint64_t> shifts;
+    std::string tokenizer;
+    int64_t segment_pieces;
+    std::string expect;
+  } bad[] = {
+      {{0, 4}, "", 12, "--shifts needs --tokenizer"},
+      {{0, 4, 4}, o.tokenizer, 12, "--shifts lists k = 4 twice"},
+      {{0, 65}, o.tokenizer, 12, "k = 65 is over 64"},
+      {{0, 16}, o.tokenizer, 60, "+ the largest shift 16 = 139 tokens, over --max_len=128"},
+      {{0, 1}, o.tokenizer, 3, "--segment_pieces must be >= 4"},
+  };
+  for (const auto& c : bad) {
+    ProbeOptions b = o;
+    b.shifts = c.shifts;
+    b.tokenizer = c.tokenizer;
+    b.segment_pieces = c.segment_pieces;
+    const absl::Status st = b.Validate();
+    EXPECT_FALSE(st.ok()) << c.expect;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st;
+    EXPECT_EQ(st.message().find('\n'), std::string::npos) << st;
+  }
 }
 
 // The default sizes from the last 10% of the shared Wikipedia extract (skipped without it).
@@ -497,10 +602,10 @@ std::vector<ResultRow> ShiftProbeTable(double gmlp_per_k, double transformer_at_
 }
 
 TEST(VerdictTest, ProbeSlopeIsTheFittedDropAcrossTheShifts) {
-  EXPECT_EQ(ProbeShift("probe-shift-0", "probe-shift-"), 0);
-  EXPECT_EQ(ProbeShift("probe-shift-16", "probe-shift-"), 16);
+  EXPECT_EQ(ProbeShiftOf("probe-shift-0", "probe-shift-"), 0);
+  EXPECT_EQ(ProbeShiftOf("probe-shift-16", "probe-shift-"), 16);
   for (const char* other : {"probe-shift-", "probe-shift-1x", "probe-shifted", "SST-2"}) {
-    EXPECT_EQ(ProbeShift(other, "probe-shift-"), -1) << other;
+    EXPECT_EQ(ProbeShiftOf(other, "probe-shift-"), -1) << other;
   }
   // gMLP falls 1 point per piece: 16 points from k = 0 to 16 against the flat Transformer, 12
   // against aMLP's 4. The data lie on lines, so the fit is exact.

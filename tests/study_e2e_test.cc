@@ -78,6 +78,7 @@ class EndToEndTest : public ::testing::Test {
   void StudyResumesWithoutRedoingFinishedCells();
   void StudyExportResumesElsewhere();
   void StudyExportContinuesUnfinishedCell();
+  void StudyAddsShiftProbeVersions();
   void FinetuneThenPredict();
   void PredictPairTask();
 
@@ -408,6 +409,34 @@ void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   tables_match(mismatched.output);  // finetuning is deterministic too
 }
 
+// Asked again with two shift-k probe tasks, the finished study writes those versions beside the
+// others (which it rewrites byte for byte), finetunes every cell on them, and reports the
+// probe's slope.
+void EndToEndTest::StudyAddsShiftProbeVersions() {
+  StudyConfig more = *config_;
+  more.tasks.push_back("probe-shift-0");
+  more.tasks.push_back("probe-shift-8");
+  const std::string probe = JoinPath(more.output, "data/probe");
+  const auto aligned_before = ReadFile(JoinPath(probe, "aligned/train.tsv"));
+  ASSERT_TRUE(aligned_before.ok());
+  auto report = RunStudy(more);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(*ReadFile(JoinPath(probe, "aligned/train.tsv")), *aligned_before);
+  for (const char* version : {"shift-0", "shift-8"}) {
+    EXPECT_TRUE(PathExists(JoinPath(probe, absl::StrCat(version, "/task.json")))) << version;
+  }
+  // 3 cells x 6 tasks x 2 seeds, the baseline's controls on 5 pair tasks x 2 seeds, 6 majority
+  // rows, the header.
+  EXPECT_EQ(Lines(JoinPath(more.output, "results.csv")).size(), 3u * 6 * 2 + 5 * 2 + 6 + 1);
+  auto md = ReadFile(*report);
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find("| tiny | probe-shift-8 | test | gmlp |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("**tiny, probe_slope** (gMLP's probe accuracy falls"), std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("the shift-k versions' segments are exactly 24 pieces"), std::string::npos)
+      << *md;
+}
+
 void EndToEndTest::FinetuneThenPredict() {
   FinetuneJob job;
   job.task = "SST-2";
@@ -521,6 +550,10 @@ TEST_F(EndToEndTest, StudyFinetunePredict) {
   {
     SCOPED_TRACE("study export of an unfinished cell, continued in another folder");
     StudyExportContinuesUnfinishedCell();
+  }
+  {
+    SCOPED_TRACE("study asked for shift-k probe versions");
+    StudyAddsShiftProbeVersions();
   }
 }
 
