@@ -94,6 +94,10 @@ absl::Status ProbeStage(const StudyConfig& config, const std::string& corpus, co
   po.tokenizer = d.tokenizer_model;
   po.max_len = config.finetune.max_len;
   po.shifts = ProbeShifts(config.tasks);
+  po.word_versions = false;  // only where a task reads them
+  for (const std::string& t : config.tasks) {
+    po.word_versions |= IsProbeTask(t) && ProbeShiftOf(t) < 0;
+  }
   absl::Status st = WriteProbe(po).status();
   if (absl::IsFailedPrecondition(st)) {  // a pair over max_len tokens: name the study's flags
     return absl::FailedPreconditionError(absl::StrCat(
@@ -166,11 +170,14 @@ absl::StatusOr<StudyData> PrepareData(const StudyConfig& config, const Progress&
         "shards", [&] { return ShardStage(config, corpus_txt, d, progress, &tokens); }, &tokens,
         "tokens"));
   }
-  // Again where a resumed study asks for a shift-k version it has not written (the same seed
-  // writes the same bytes for the versions it has).
+  // Again where a resumed study asks for a version it has not written (the same seed writes the
+  // same bytes for the versions it has).
   bool make_probe = !d.probe_dir.empty() && !PathExists(JoinPath(d.probe_dir, "probe.json"));
-  for (const uint64_t k : ProbeShifts(config.tasks)) {
-    make_probe |= !PathExists(JoinPath(d.probe_dir, absl::StrCat("shift-", k, "/task.json")));
+  for (const std::string& t : config.tasks) {
+    auto task = FindStudyTask(t);
+    if (task.ok() && IsProbeTask(task->name)) {
+      make_probe |= !PathExists(JoinPath(d.probe_dir, task->task_spec));
+    }
   }
   if (make_probe) {
     GMLP_RETURN_IF_ERROR(log->Time("alignment probe generation",

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -323,6 +321,15 @@ absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
   return absl::OkStatus();
 }
 
+// A version's examples in one split: the word-offset versions, or shift k >= 0.
+constexpr int64_t kAlignedVersion = -2;
+constexpr int64_t kShiftedVersion = -1;
+const std::vector<ProbeExample>& VersionExamples(const ProbeSplit& s, int64_t version) {
+  if (version == kAlignedVersion) return s.aligned;
+  if (version == kShiftedVersion) return s.shifted;
+  return s.by_shift.at(version);
+}
+
 std::string AbsolutePath(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -354,7 +361,8 @@ absl::StatusOr<int64_t> CheckTokenLengths(const ProbeData& data, const ProbeOpti
   int64_t longest = 0;
   std::vector<int32_t> ids;
   for (const ProbeSplit& s : data.splits) {
-    std::vector<const std::vector<ProbeExample>*> versions = {&s.aligned, &s.shifted};
+    std::vector<const std::vector<ProbeExample>*> versions;
+    if (o.word_versions) versions = {&s.aligned, &s.shifted};
     for (const auto& [k, examples] : s.by_shift) versions.push_back(&examples);
     for (const auto* version : versions) {
       for (const ProbeExample& e : *version) {
@@ -413,6 +421,10 @@ absl::Status ProbeOptions::Validate() const {
         "probe: --max_len=", max_len, " leaves sentences under 8 bytes; raise --max_len"));
   }
   if (max_shift < 1) return absl::InvalidArgumentError("probe: --max_shift must be >= 1");
+  if (!word_versions && shifts.empty()) {
+    return absl::InvalidArgumentError(
+        "probe: --word_versions=false and no --shifts leave nothing to write");
+  }
   if (!shifts.empty()) {
     if (tokenizer.empty()) {
       return absl::InvalidArgumentError(
@@ -573,50 +585,43 @@ absl::StatusOr<ProbeData> WriteProbe(const ProbeOptions& given) {
     manifest["one_piece_words"] = data.one_piece_words;
     manifest["shift_skipped_sentences"] = data.skipped_sentences;
   }
-  // (directory, task, the split's examples)
-  using Version = std::tuple<std::string, std::string,
-                             std::function<const std::vector<ProbeExample>&(const ProbeSplit&)>>;
-  std::vector<Version> versions = {
-      {"aligned", kProbeAlignedTask, [](const ProbeSplit& s) -> const auto& {return s.aligned;
-}
-}  // namespace gmlp::study
-, {
-  "shifted", kProbeShiftedTask, [](const ProbeSplit& s) -> const auto& { return s.shifted; }
-}
-}
-;
-for (const uint64_t k : o.shifts) {
-  const int64_t shift = static_cast<int64_t>(k);
-  versions.emplace_back(
-      absl::StrCat("shift-", k),
-      ProbeShiftTask(shift), [shift](const ProbeSplit& s) -> const auto& {
-        return s.by_shift.at(shift);
-      });
-}
-for (const auto& [version, task, examples_of] : versions) {
-  const std::string dir = JoinPath(root, version);
-  GMLP_RETURN_IF_ERROR(MakeDirs(dir));
-  for (const ProbeSplit& s : data.splits) {
-    const auto& examples = examples_of(s);
-    const std::string path = JoinPath(dir, s.name + ".tsv");
-    GMLP_RETURN_IF_ERROR(WriteFileAtomic(path, ProbeTsv(examples)));
-    GMLP_ASSIGN_OR_RETURN(const std::string checksum, FileChecksum(path));
-    nlohmann::json summary = SplitSummary(examples);
-    summary["checksum"] = checksum;
-    manifest["versions"][version][s.name] = summary;
+  struct Version {
+    std::string dir, task;
+    int64_t key;  // VersionExamples's
+  };
+  std::vector<Version> versions;
+  if (o.word_versions) {
+    versions.push_back({"aligned", kProbeAlignedTask, kAlignedVersion});
+    versions.push_back({"shifted", kProbeShiftedTask, kShiftedVersion});
   }
-  const finetune::TaskSpec spec = ProbeTaskSpec(task, dir);
-  GMLP_RETURN_IF_ERROR(spec.Validate());
-  nlohmann::json j = spec.ToJson();
-  j["description"] = absl::StrCat(
-      "Alignment probe, ", version, " version (", o.train_examples, "/", o.dev_examples, "/",
-      o.test_examples, " pairs, seed ", o.seed,
-      "); written by `gmlp probe`, see probe.json. dev selects the epoch, test is reported.");
-  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "task.json"), j.dump(2) + "\n"));
-  manifest["versions"][version]["task_spec"] = JoinPath(dir, "task.json");
-}
-GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(root, "probe.json"), manifest.dump(2) + "\n"));
-return data;
+  for (const uint64_t k : o.shifts) {
+    const int64_t shift = static_cast<int64_t>(k);
+    versions.push_back({absl::StrCat("shift-", k), ProbeShiftTask(shift), shift});
+  }
+  for (const Version& v : versions) {
+    const std::string dir = JoinPath(root, v.dir);
+    GMLP_RETURN_IF_ERROR(MakeDirs(dir));
+    for (const ProbeSplit& s : data.splits) {
+      const std::vector<ProbeExample>& examples = VersionExamples(s, v.key);
+      const std::string path = JoinPath(dir, s.name + ".tsv");
+      GMLP_RETURN_IF_ERROR(WriteFileAtomic(path, ProbeTsv(examples)));
+      GMLP_ASSIGN_OR_RETURN(const std::string checksum, FileChecksum(path));
+      nlohmann::json summary = SplitSummary(examples);
+      summary["checksum"] = checksum;
+      manifest["versions"][v.dir][s.name] = summary;
+    }
+    const finetune::TaskSpec spec = ProbeTaskSpec(v.task, dir);
+    GMLP_RETURN_IF_ERROR(spec.Validate());
+    nlohmann::json j = spec.ToJson();
+    j["description"] = absl::StrCat(
+        "Alignment probe, ", v.dir, " version (", o.train_examples, "/", o.dev_examples, "/",
+        o.test_examples, " pairs, seed ", o.seed,
+        "); written by `gmlp probe`, see probe.json. dev selects the epoch, test is reported.");
+    GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "task.json"), j.dump(2) + "\n"));
+    manifest["versions"][v.dir]["task_spec"] = JoinPath(dir, "task.json");
+  }
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(root, "probe.json"), manifest.dump(2) + "\n"));
+  return data;
 }
 
 }  // namespace gmlp::study

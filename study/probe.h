@@ -63,6 +63,8 @@ struct ProbeOptions {
   // probe-shift-<k>; they need `tokenizer`, and 3 + 2 segment_pieces + the largest k <= max_len.
   std::vector<uint64_t> shifts;
   int64_t segment_pieces = 24;
+  // Whether to write the aligned and shifted versions (offsets in words) too.
+  bool word_versions = true;
   // Replacement and filler words: lowercase ASCII words of 2..12 letters seen at least this
   // often in the slice's sentences.
   int64_t min_word_count = 2;
@@ -92,6 +94,8 @@ struct ProbeOptions {
           "shift-k versions: comma-separated k, filler pieces before B (needs --tokenizer)");
     visit("segment_pieces", self.segment_pieces,
           "shift-k versions: A and B are exactly this many pieces");
+    visit("word_versions", self.word_versions,
+          "write the aligned and shifted versions (offsets in words) too");
     visit("min_word_count", self.min_word_count,
           "replacement/filler words must occur this often in the slice");
     visit("tokenizer", self.tokenizer,

@@ -45,8 +45,10 @@ int ProbeMain(int argc, char** argv) {
       static_cast<long long>(data->holdout.documents - data->holdout.first_holdout_document),
       static_cast<long long>(data->holdout.documents), static_cast<long long>(o.train_examples),
       static_cast<long long>(o.dev_examples), static_cast<long long>(o.test_examples));
-  std::printf("probe: task specs %s and %s\n", JoinPath(o.output, "aligned/task.json").c_str(),
-              JoinPath(o.output, "shifted/task.json").c_str());
+  if (o.word_versions) {
+    std::printf("probe: task specs %s and %s\n", JoinPath(o.output, "aligned/task.json").c_str(),
+                JoinPath(o.output, "shifted/task.json").c_str());
+  }
   for (const uint64_t k : o.shifts) {
     std::printf("probe: task spec %s\n",
                 JoinPath(o.output, "shift-" + std::to_string(k) + "/task.json").c_str());

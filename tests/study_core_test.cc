@@ -292,6 +292,17 @@ TEST_F(ProbeTest, ShiftVersionsCountOffsetsInPieces) {
   ASSERT_TRUE(WriteProbe(o).ok());
   EXPECT_EQ(ReadBytes(dir_ + "/shift/shift-2/train.tsv"),
             ReadBytes(dir_ + "/shift_again/shift-2/train.tsv"));
+  // Without the word-offset versions: the same shift-k bytes, and no aligned/ or shifted/.
+  o.output = dir_ + "/shift_only";
+  o.word_versions = false;
+  ASSERT_TRUE(WriteProbe(o).ok());
+  EXPECT_EQ(ReadBytes(dir_ + "/shift/shift-5/test.tsv"),
+            ReadBytes(dir_ + "/shift_only/shift-5/test.tsv"));
+  EXPECT_FALSE(std::ifstream(dir_ + "/shift_only/aligned/task.json").good());
+  EXPECT_FALSE(std::ifstream(dir_ + "/shift_only/shifted/task.json").good());
+  ProbeOptions nothing = o;
+  nothing.shifts.clear();
+  EXPECT_NE(nothing.Validate().message().find("leave nothing to write"), std::string::npos);
 
   // Bad settings: one line naming the flag.
   const struct {
