@@ -101,16 +101,31 @@ struct EncoderSource {
 
 absl::StatusOr<EncoderSource> LoadEncoderSource(const FinetuneJob& job) {
   EncoderSource src;
+  if (job.reinit && job.init.empty()) {
+    return absl::InvalidArgumentError(
+        "--reinit takes the architecture of --init: name one (or use --preset and --tokenizer)");
+  }
   if (!job.init.empty()) {
     GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder pre,
                           pretrain::LoadPretrainedEncoder(job.init));
     src.config = pre.config;
     src.tokenizer_path = pre.tokenizer_path;
     const std::string init = job.init;
-    src.make = [init]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
-      GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder p, pretrain::LoadPretrainedEncoder(init));
-      return p.encoder;
-    };
+    if (job.reinit) {
+      std::fprintf(stderr,
+                   "\n*** --reinit: finetuning %s's architecture RANDOMLY INITIALIZED (its "
+                   "pretrained weights are not used). ***\n\n",
+                   init.c_str());
+      const model::EncoderConfig config = pre.config;
+      src.make = [config]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+        return model::MakeEncoder(config);
+      };
+    } else {
+      src.make = [init]() -> absl::StatusOr<std::shared_ptr<model::EncoderImpl>> {
+        GMLP_ASSIGN_OR_RETURN(pretrain::PretrainedEncoder p, pretrain::LoadPretrainedEncoder(init));
+        return p.encoder;
+      };
+    }
   } else {
     if (job.preset.empty() || job.tokenizer.empty()) {
       return absl::InvalidArgumentError(
@@ -257,7 +272,8 @@ nlohmann::json ResultsJson(const FinetuneJob& job, const TaskSpec& task,
                         {"task_spec", task.ToJson()},
                         {"data_dir", data_dir},
                         {"init", job.init},
-                        {"from_scratch", job.init.empty()},
+                        {"from_scratch", job.init.empty() || job.reinit},
+                        {"reinit", job.reinit},
                         {"encoder", config.ToJson()},
                         {"num_params", model::CountParameters(config).total},
                         {"options", job.options.ToJson()},

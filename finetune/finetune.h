@@ -26,6 +26,9 @@ struct FinetuneJob {
   std::string init;       // `gmlp pretrain` output or checkpoint, or exported weights
   std::string preset;     // only without init: train from scratch (loudly warned)
   std::string tokenizer;  // only without init: the SentencePiece .model to tokenize with
+  // With init: its encoder's architecture and tokenizer, but randomly initialized weights (each
+  // seed its own draw): what the architecture learns without its pretraining.
+  bool reinit = false;
   std::string output = "runs/finetune";
   // TensorBoard event files of every seed's epochs: "" = <output>/tb, "none" = none
   // (TensorboardDir).
@@ -75,6 +78,9 @@ struct FinetuneJob {
           "only without --init: finetune a randomly initialized encoder of this preset");
     visit("tokenizer", self.tokenizer,
           "only without --init: the SentencePiece .model to tokenize with");
+    visit("reinit", self.reinit,
+          "with --init: its architecture and tokenizer, randomly initialized weights (what the "
+          "architecture learns without its pretraining)");
     visit("output", self.output,
           "output directory: results.json, predictions/, submission/, model/");
     visit("tensorboard_dir", self.tensorboard_dir,

@@ -21,6 +21,7 @@
 #include "pretrain/pretrained.h"
 #include "pretrain/run.h"
 #include "study/held_out.h"
+#include "study/results_table.h"
 #include "study/tasks.h"
 
 namespace gmlp::study {
@@ -234,8 +235,12 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   const bool second_only = control == "second_only";
   job.second_segment_only = second_only;
   job.init = JoinPath(cell_dir, "pretrain");
-  job.output =
-      JoinPath(JoinPath(cell_dir, "ft"), second_only ? task.name + "-second-only" : task.name);
+  job.reinit = control == "scratch";
+  job.output = JoinPath(JoinPath(cell_dir, "ft"), second_only  ? task.name + "-second-only"
+                                                  : job.reinit ? task.name + "-scratch"
+                                                               : task.name);
+  const std::string what =
+      control == "none" ? "" : absl::StrCat(" (", ControlDescription(control), ")");
   job.seeds = config.seeds;
   job.max_train_examples = config.max_train_examples;
   job.max_eval_examples = config.max_eval_examples;
@@ -253,8 +258,7 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(results_json, kRedo));
     GMLP_ASSIGN_OR_RETURN(res, finetune::FinetuneResult::FromJson(j));
   } else {
-    progress(absl::StrCat(where, ": finetuning ", task.name,
-                          second_only ? " (second segment only)" : "", " x ", config.seeds.size(),
+    progress(absl::StrCat(where, ": finetuning ", task.name, what, " x ", config.seeds.size(),
                           " seed(s)"));
     GMLP_ASSIGN_OR_RETURN(res, finetune::RunFinetune(job));
     // This invocation's time, and that of the seeds an earlier one finished.
@@ -272,14 +276,14 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   if (seconds.ok()) score.seconds = seconds->value("seconds", 0.0);
   score.train_examples = res.train_examples * config.finetune.epochs;  // per seed
   const finetune::SeedStats st = finetune::Summarize(score.values);
-  progress(absl::StrCat(where, ": ", task.name, second_only ? " (second segment only) " : " ",
-                        task.report_split, " ", score.metric, " median ", st.median, " (std ",
-                        st.std, ")"));
+  progress(absl::StrCat(where, ": ", task.name, what, " ", task.report_split, " ", score.metric,
+                        " median ", st.median, " (std ", st.std, ")"));
   return score;
 }
 
 // The (task, control) runs of a cell: every task, plus the second-segment-only control of every
-// pair task for the baseline when controls are on.
+// pair task for the baseline when controls are on, and every probe task from scratch with
+// probe_scratch.
 std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& config,
                                                           const CellSpec& cell) {
   std::vector<std::pair<std::string, std::string>> runs;
@@ -289,6 +293,11 @@ std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& con
     for (const std::string& t : config.tasks) {
       auto task = FindStudyTask(t);
       if (task.ok() && task->kind != "single") runs.emplace_back(t, "second_only");
+    }
+  }
+  if (config.probe_scratch) {
+    for (const std::string& t : config.tasks) {
+      if (IsProbeTask(t)) runs.emplace_back(t, "scratch");
     }
   }
   return runs;

@@ -321,9 +321,9 @@ std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& n
 nlohmann::json Fingerprint(nlohmann::json j) {
   // Which cells and tasks run, and where, do not change any one cell's numbers.
   // pretrain_lr_by_size is checked per cell (study.cc: CheckCellLearningRates).
-  for (const char* k :
-       {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
-        "amlp_attn_sizes", "transformer_positions", "timings", "pretrain_lr_by_size", "made_by"}) {
+  for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
+                        "probe_scratch", "amlp_attn_sizes", "transformer_positions", "timings",
+                        "pretrain_lr_by_size", "made_by"}) {
     j.erase(k);
   }
   return j;

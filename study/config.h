@@ -77,6 +77,9 @@ struct StudyConfig {
   // Second-segment-only runs of the baseline on every pair task (the hypothesis-only control):
   // a cross-sentence comparison is judged only where the baseline beats it (study/verdict.h).
   bool controls = true;
+  // Every encoder also finetuned on every probe task from random weights (its architecture and
+  // the study's tokenizer; control "scratch"): what the architecture reads without pretraining.
+  bool probe_scratch = false;
   // The alignment probe's settings (study/probe.h), of which the study exposes the sizes (pairs
   // per version) and max_sentence_bytes as probe_* keys: two sentences and the filler must fit in
   // finetune.max_len tokens with this tokenizer (the probe checks; a small vocabulary needs
@@ -184,6 +187,9 @@ struct StudyConfig {
           "(cross-sentence); probe-aligned, probe-shifted, probe-shift-<k> (the alignment "
           "probe; k filler pieces before segment 2)");
     visit("controls", self.controls, "second-segment-only runs of the baseline on every pair task");
+    visit("probe_scratch", self.probe_scratch,
+          "also finetune every encoder on every probe task from random weights (control "
+          "\"scratch\")");
     visit("probe_train_examples", self.probe.train_examples, "alignment probe: training pairs");
     visit("probe_dev_examples", self.probe.dev_examples,
           "alignment probe: dev pairs (select the epoch)");

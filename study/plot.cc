@@ -124,11 +124,11 @@ Panels GroupPanels(const std::vector<ResultRow>& rows) {
     if (!r.reported) continue;
     const auto ts = std::make_pair(r.task, r.split);
     if (panels.count(ts) == 0) panels_order.push_back(ts);
-    // Majority rows are one line; the second-segment control is one line per encoder and size.
+    // Majority rows are one line; the other controls one line per encoder and size.
     const std::string key = r.control == "none" ? r.encoder
-                            : r.control == "second_only"
-                                ? absl::StrCat(r.control, "-", r.encoder, "-", r.size)
-                                : r.control;
+                            : r.control == "majority"
+                                ? r.control
+                                : absl::StrCat(r.control, "-", r.encoder, "-", r.size);
     Series& s = panels[ts][key];
     s.encoder = r.encoder;
     s.size = r.size;
@@ -152,18 +152,22 @@ absl::StatusOr<std::string> PanelText(const std::pair<std::string, std::string>&
                                       const std::string& dir, const std::string& basename) {
   std::vector<std::string> plots;
   std::string kind, metric;
-  int second_only_lines = 0;  // each size's control line gets its own dash pattern
+  int control_lines = 0;  // each control line gets its own dash pattern
   for (const auto& [key, s] : series) {
     kind = s.kind;
     metric = s.metric;
     if (s.control != "none") {  // a floor: one horizontal line at its mean
       const double mean = BootstrapContrast({{1.0, &s.by_params.begin()->second}}).estimate;
       const bool majority = s.control == "majority";
-      plots.push_back(absl::StrFormat(
-          "%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
-          majority ? 2 : 2 + second_only_lines++, majority ? "#888888" : "#cc6600",
-          majority ? "majority class"
-                   : absl::StrCat("second segment only (", EncoderLabel(s.encoder, s.size), ")")));
+      plots.push_back(absl::StrFormat("%f with lines dt %d lw 2 lc rgb '%s' title '%s'", 100 * mean,
+                                      majority ? 2 : 2 + control_lines++,
+                                      majority                 ? "#888888"
+                                      : s.control == "scratch" ? "#6a3d9a"
+                                                               : "#cc6600",
+                                      majority
+                                          ? "majority class"
+                                          : absl::StrCat(ControlDescription(s.control), " (",
+                                                         EncoderLabel(s.encoder, s.size), ")")));
       continue;
     }
     std::string dat = "# params mean ci_lo ci_hi (points)\n";

@@ -285,7 +285,7 @@ std::string PointsInterval(const Interval& i) {
 std::string RowLabel(const RunGroup& g) {
   if (g.control == "majority") return "*majority class*";
   std::string label = EncoderLabel(g.encoder, g.size);
-  if (g.control == "second_only") absl::StrAppend(&label, " *(second segment only)*");
+  if (g.control != "none") absl::StrAppend(&label, " *(", ControlDescription(g.control), ")*");
   return label;
 }
 
@@ -315,8 +315,9 @@ std::vector<StageTiming> CellTimings(const std::vector<CellResult>& cells) {
     stages.push_back({absl::StrCat("pretraining ", c.name), c.pretrain_seconds,
                       static_cast<double>(c.pretrain_tokens), "tokens"});
     for (const TaskScore& s : c.scores) {
-      const std::string key =
-          absl::StrCat("finetuning ", s.task, s.control == "none" ? "" : " (second segment only)");
+      const std::string key = absl::StrCat(
+          "finetuning ", s.task,
+          s.control == "none" ? "" : absl::StrCat(" (", ControlDescription(s.control), ")"));
       if (finetune.count(key) == 0) order.push_back(key);
       StageTiming& t = finetune[key];
       t.stage = key;

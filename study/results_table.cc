@@ -102,6 +102,13 @@ absl::Status LoadPredictions(const std::string& csv_dir, ResultRow* row) {
 
 }  // namespace
 
+const char* ControlDescription(const std::string& control) {
+  if (control == "second_only") return "second segment only";
+  if (control == "scratch") return "from scratch";
+  if (control == "majority") return "majority class";
+  return "";
+}
+
 std::string ResultsTableHeader() { return absl::StrJoin(Columns(), ","); }
 
 std::string FormatResultsTable(const std::vector<ResultRow>& rows) {
@@ -180,7 +187,8 @@ absl::StatusOr<ResultRow> ReadRow(const std::vector<std::string>& fields, const 
   if (!reported.empty() && reported != "0" && reported != "1") return bad("reported");
   r.reported = reported != "0";
   if (r.kind != "single" && r.kind != "cross" && r.kind != "probe") return bad("kind");
-  if (r.control != "none" && r.control != "second_only" && r.control != "majority") {
+  if (r.control != "none" && r.control != "second_only" && r.control != "scratch" &&
+      r.control != "majority") {
     return bad("control");
   }
   if (r.task.empty()) return bad("task");

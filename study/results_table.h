@@ -11,7 +11,8 @@
 //   kind         single | cross | probe (probe tasks are sentence pairs too)
 //   split        the split scored (test, xnli_en_test, ...)
 //   seed         finetuning seed (0 on majority-class rows)
-//   control      none | second_only (trained and scored on the second segment alone) | majority
+//   control      none | second_only (trained and scored on the second segment alone) |
+//                scratch (the encoder's architecture finetuned from random weights) | majority
 //   metric       accuracy | f1 | mcc | pearson | spearman
 //   value        the metric, as a fraction (0.853, not 85.3)
 //   n_examples   examples scored
@@ -40,7 +41,7 @@ struct ResultRow {
   std::string kind;  // single | cross | probe
   std::string split;
   uint64_t seed = 0;
-  std::string control = "none";  // none | second_only | majority
+  std::string control = "none";  // none | second_only | scratch | majority
   std::string metric = "accuracy";
   double value = 0;
   int64_t n_examples = 0;
@@ -50,6 +51,9 @@ struct ResultRow {
   std::vector<uint8_t> correct;
   std::vector<std::string> example_ids;  // the predictions file's index column
 };
+
+// A control run in words ("second segment only", "from scratch", "majority class"); "" for none.
+const char* ControlDescription(const std::string& control);
 
 // The header line (no newline) and one CSV line per row, newline-terminated.
 std::string ResultsTableHeader();

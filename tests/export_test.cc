@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -23,6 +25,7 @@
 #include "common/safetensors.h"
 #include "data/loader.h"
 #include "finetune/saved_model.h"
+#include "model/encoder.h"
 #include "model/heads.h"
 #include "model/safetensors.h"
 #include "model/serialize.h"
@@ -581,6 +584,83 @@ TEST_F(ExportTest, BadRequestsAndBadWeightsAreRefusedInOneLine) {
            truncated + "_ft.log");
   expect_refused(
       o, {truncated + "/model.safetensors: not a valid safetensors file", "tensor '", "run past"});
+}
+
+// --reinit: the pretrained run's architecture and tokenizer with its weights drawn afresh. At a
+// vanishing lr the finetuned encoder is the seed's draw (what MakeEncoder gives after seeding),
+// not the checkpoint, which a run without --reinit keeps; the same seed gives the same model.
+TEST_F(ExportTest, ReinitFinetunesTheArchitectureFromFreshWeights) {
+  auto finetune = [&](const std::string& name, bool reinit) {
+    const std::string ft = JoinPath(root_, name);
+    std::vector<std::string> args = {"finetune",
+                                     "--task=SST-2",
+                                     "--data_root=" + kData,
+                                     "--init=" + run_,
+                                     "--output=" + ft,
+                                     "--max_train_examples=16",
+                                     "--epochs=1",
+                                     "--lr=1e-12",
+                                     "--weight_decay=0",
+                                     "--predict_test=false",
+                                     "--threads=1"};
+    if (reinit) args.push_back("--reinit");
+    const Output o = Gmlp(args, ft + ".log");
+    EXPECT_EQ(o.code, 0) << o.text;
+    return ft;
+  };
+  const std::string a = finetune("reinit_a", true);
+  const std::string b = finetune("reinit_b", true);
+  const std::string kept = finetune("reinit_none", false);
+  // The encoder's tensors of a saved classifier, by name ("encoder." prefix dropped).
+  auto encoder_of = [](const std::string& ft) {
+    std::map<std::string, torch::Tensor> out;
+    auto m = finetune::LoadFinetunedModel(ft + "/model");
+    EXPECT_TRUE(m.ok()) << m.status();
+    if (!m.ok()) return out;
+    for (const auto& p : m->classifier->named_parameters()) {
+      if (absl::StartsWith(p.key(), "encoder.")) out[p.key().substr(8)] = p.value().detach();
+    }
+    return out;
+  };
+  auto max_diff = [](const std::map<std::string, torch::Tensor>& x,
+                     const std::map<std::string, torch::Tensor>& y) {
+    EXPECT_EQ(x.size(), y.size());
+    double worst = 0;
+    for (const auto& [name, t] : x) {
+      auto it = y.find(name);
+      EXPECT_NE(it, y.end()) << name;
+      if (it == y.end()) continue;
+      worst = std::max(worst, (t - it->second).abs().max().item<double>());
+    }
+    return worst;
+  };
+  const auto enc_a = encoder_of(a), enc_b = encoder_of(b), enc_kept = encoder_of(kept);
+  ASSERT_FALSE(enc_a.empty());
+  std::map<std::string, torch::Tensor> checkpoint, fresh;
+  model::MlmModel original = LoadCheckpointModel();
+  for (const auto& p : original->encoder()->named_parameters()) checkpoint[p.key()] = p.value();
+  torch::manual_seed(1);  // the finetuning seed, as each seed's run seeds torch
+  const auto drawn = model::MakeEncoder(original->encoder()->config());
+  for (const auto& p : drawn->named_parameters()) fresh[p.key()] = p.value();
+
+  EXPECT_EQ(max_diff(enc_a, enc_b), 0.0) << "the same seed, the same model";
+  EXPECT_LT(max_diff(enc_a, fresh), 1e-6) << "the seed's fresh draw";
+  EXPECT_GT(max_diff(enc_a, checkpoint), 1e-2) << "not the pretrained weights";
+  EXPECT_LT(max_diff(enc_kept, checkpoint), 1e-6) << "without --reinit, the pretrained weights";
+  for (const auto& [ft, reinit] : {std::pair<std::string, bool>{a, true}, {kept, false}}) {
+    auto results = ReadFile(ft + "/results.json");
+    ASSERT_TRUE(results.ok()) << ft;
+    const nlohmann::json j = nlohmann::json::parse(*results);
+    EXPECT_EQ(j["reinit"], reinit) << ft;
+    EXPECT_EQ(j["from_scratch"], reinit) << ft;
+  }
+  // It needs an architecture to take.
+  const Output refused = Gmlp({"finetune", "--task=SST-2", "--data_root=" + kData, "--reinit",
+                               "--output=" + JoinPath(root_, "reinit_alone"), "--threads=1"},
+                              JoinPath(root_, "reinit_alone.log"));
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.text.find("--reinit takes the architecture of --init"), std::string::npos)
+      << refused.text;
 }
 
 // The README's weights section, run as written: its shell lines from a directory where build/,

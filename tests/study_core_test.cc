@@ -507,6 +507,13 @@ TEST(ResultsTableTest, RoundTripsAndRejectsBadRows) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("results.csv:2: bad kind 'pair'"), std::string::npos)
       << bad.status();
+  std::vector<ResultRow> scratch = rows;
+  scratch[3].control = "scratch";
+  auto with_scratch = ParseResultsTable(FormatResultsTable(scratch), "results.csv");
+  ASSERT_TRUE(with_scratch.ok()) << with_scratch.status();
+  EXPECT_EQ((*with_scratch)[3].control, "scratch");
+  EXPECT_STREQ(ControlDescription("scratch"), "from scratch");
+  EXPECT_STREQ(ControlDescription("none"), "");
   auto missing = ParseResultsTable("encoder,size\n", "r.csv");
   EXPECT_FALSE(missing.ok());
 }
@@ -579,6 +586,8 @@ TEST(VerdictTest, ProbePatternAndUnreportedSplitsLeftOut) {
     AddRuns(&rows, "gmlp", task, "probe", shifted ? 0.80 : 0.90);
     AddRuns(&rows, "", task, "probe", 0.50, "majority");
     AddRuns(&rows, "transformer", task, "probe", 0.50, "second_only");
+    // From scratch, with an absurd gap: a control, not a comparison.
+    AddRuns(&rows, "gmlp", task, "probe", shifted ? 0.10 : 0.99, "scratch");
   }
   // A dev split that selected the epoch, with an absurd gap: must not count.
   std::vector<ResultRow> dev;

@@ -409,13 +409,14 @@ void EndToEndTest::StudyExportContinuesUnfinishedCell() {
   tables_match(mismatched.output);  // finetuning is deterministic too
 }
 
-// Asked again with two shift-k probe tasks, the finished study writes those versions beside the
-// others (which it rewrites byte for byte), finetunes every cell on them, and reports the
-// probe's slope.
+// Asked again with two shift-k probe tasks and the probe from scratch, the finished study writes
+// those versions beside the others (which it rewrites byte for byte), finetunes every cell on
+// them, every cell on every probe task from random weights too, and reports the probe's slope.
 void EndToEndTest::StudyAddsShiftProbeVersions() {
   StudyConfig more = *config_;
   more.tasks.push_back("probe-shift-0");
   more.tasks.push_back("probe-shift-8");
+  more.probe_scratch = true;  // not a setting of any cell's numbers: the study resumes
   const std::string probe = JoinPath(more.output, "data/probe");
   const auto aligned_before = ReadFile(JoinPath(probe, "aligned/train.tsv"));
   ASSERT_TRUE(aligned_before.ok());
@@ -425,12 +426,18 @@ void EndToEndTest::StudyAddsShiftProbeVersions() {
   for (const char* version : {"shift-0", "shift-8"}) {
     EXPECT_TRUE(PathExists(JoinPath(probe, absl::StrCat(version, "/task.json")))) << version;
   }
-  // 3 cells x 6 tasks x 2 seeds, the baseline's controls on 5 pair tasks x 2 seeds, 6 majority
-  // rows, the header.
-  EXPECT_EQ(Lines(JoinPath(more.output, "results.csv")).size(), 3u * 6 * 2 + 5 * 2 + 6 + 1);
+  // 3 cells x 6 tasks x 2 seeds, the baseline's controls on 5 pair tasks x 2 seeds, 3 cells x 4
+  // probe tasks x 2 seeds from scratch, 6 majority rows, the header.
+  EXPECT_EQ(Lines(JoinPath(more.output, "results.csv")).size(),
+            3u * 6 * 2 + 5 * 2 + 3 * 4 * 2 + 6 + 1);
+  const std::string scratch = JoinPath(more.output, "cells/gmlp-tiny/ft/probe-shift-8-scratch");
+  auto scratch_results = ReadFile(JoinPath(scratch, "results.json"));
+  ASSERT_TRUE(scratch_results.ok()) << scratch;
+  EXPECT_EQ(nlohmann::json::parse(*scratch_results)["reinit"], true);
   auto md = ReadFile(*report);
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("| tiny | probe-shift-8 | test | gmlp |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("gMLP-tiny *(from scratch)*"), std::string::npos) << *md;
   EXPECT_NE(md->find("**tiny, probe_slope** (gMLP's probe accuracy falls"), std::string::npos)
       << *md;
   EXPECT_NE(md->find("the shift-k versions' segments are exactly 24 pieces"), std::string::npos)
