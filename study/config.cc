@@ -39,8 +39,9 @@ int64_t DerivedSentenceBytes(int64_t max_len) {
 absl::Status CheckProbeFits(const StudyConfig& c, int64_t max_len, const std::string& subject) {
   const std::vector<uint64_t> shifts = ProbeShifts(c.tasks);
   if (!shifts.empty()) {
-    const int64_t need = 3 + 2 * c.probe.segment_pieces +
-                         static_cast<int64_t>(*std::max_element(shifts.begin(), shifts.end()));
+    const int64_t need =
+        ShiftPairTokens(c.probe.segment_pieces,
+                        static_cast<int64_t>(*std::max_element(shifts.begin(), shifts.end())));
     if (need > max_len) {
       return absl::InvalidArgumentError(absl::StrCat(
           subject, " is under the shift-k probe's ", need, " tokens (3 + 2 x ",

@@ -150,6 +150,25 @@ absl::StatusOr<Candidates> ReadCandidates(const ProbeOptions& o, CorpusHoldout* 
   return c;
 }
 
+// Half "same" (the first (n + 1) / 2), half "replaced", shuffled by the stream `seed`.
+std::vector<uint8_t> BalancedLabels(int64_t n, uint64_t seed) {
+  std::vector<uint8_t> same(n);
+  for (int64_t i = 0; i < n; ++i) same[i] = i < (n + 1) / 2;
+  Rng(seed).Shuffle(&same);
+  return same;
+}
+
+// Two different words of `vocab` (u, then v), neither `original`.
+std::pair<std::string, std::string> DrawReplacements(const std::vector<std::string>& vocab,
+                                                     const std::string& original, Rng& rng) {
+  std::string u, v;
+  do u = vocab[rng.Uniform(vocab.size())];
+  while (u == original);
+  do v = vocab[rng.Uniform(vocab.size())];
+  while (v == original || v == u);
+  return {u, v};
+}
+
 // The pair built from sentence `words` for label `same`, with its own random stream.
 ProbeExample MakePair(const std::vector<std::string>& words, bool same,
                       const std::vector<std::string>& vocab, Rng& rng) {
@@ -158,12 +177,7 @@ ProbeExample MakePair(const std::vector<std::string>& words, bool same,
     if (IsAsciiAlphaWord(words[i])) positions.push_back(static_cast<int64_t>(i));
   }
   const int64_t pos = positions[rng.Uniform(positions.size())];
-  const std::string original = absl::AsciiStrToLower(words[pos]);
-  std::string u, v;
-  do u = vocab[rng.Uniform(vocab.size())];
-  while (u == original);
-  do v = vocab[rng.Uniform(vocab.size())];
-  while (v == original || v == u);
+  const auto [u, v] = DrawReplacements(vocab, absl::AsciiStrToLower(words[pos]), rng);
   std::vector<std::string> a = words, b = words;
   a[pos] = MatchCase(u, words[pos]);
   b[pos] = MatchCase(v, words[pos]);
@@ -231,12 +245,7 @@ absl::StatusOr<bool> MakePiecePair(const std::vector<std::string>& words, bool s
     ++used;
   }
   const int64_t pos = positions[rng.Uniform(positions.size())];
-  const std::string& original = seg[pos];
-  std::string u, v;
-  do u = one_piece[rng.Uniform(one_piece.size())];
-  while (u == original);
-  do v = one_piece[rng.Uniform(one_piece.size())];
-  while (v == original || v == u);
+  const auto [u, v] = DrawReplacements(one_piece, seg[pos], rng);
   std::vector<std::string> a = seg, b = seg;
   a[pos] = u;
   b[pos] = v;
@@ -281,9 +290,7 @@ absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
   for (size_t s = 0; s < data->splits.size(); ++s) {
     ProbeSplit& split = data->splits[s];
     const int64_t n = static_cast<int64_t>(split.aligned.size());
-    std::vector<uint8_t> same(n);
-    for (int64_t i = 0; i < n; ++i) same[i] = i < (n + 1) / 2;
-    Rng(StreamSeed(o.seed, kPieceLabelSalt, s)).Shuffle(&same);
+    const std::vector<uint8_t> same = BalancedLabels(n, StreamSeed(o.seed, kPieceLabelSalt, s));
     for (int64_t i = 0; i < n; ++i) {
       PiecePair pair;
       for (;;) {
@@ -445,7 +452,7 @@ absl::Status ProbeOptions::Validate() const {
         return absl::InvalidArgumentError(absl::StrCat("probe: --shifts lists k = ", k, " twice"));
       }
     }
-    const int64_t need = 3 + 2 * segment_pieces + static_cast<int64_t>(*seen.rbegin());
+    const int64_t need = ShiftPairTokens(segment_pieces, static_cast<int64_t>(*seen.rbegin()));
     if (need > max_len) {
       return absl::InvalidArgumentError(absl::StrCat(
           "probe: 3 special tokens + 2 x --segment_pieces=", segment_pieces,
@@ -521,9 +528,7 @@ absl::StatusOr<ProbeData> GenerateProbe(const ProbeOptions& given) {
     ProbeSplit split;
     split.name = sizes[s].first;
     const int64_t n = sizes[s].second;
-    std::vector<uint8_t> same(n);
-    for (int64_t i = 0; i < n; ++i) same[i] = i < (n + 1) / 2;
-    Rng(StreamSeed(o.seed, kLabelSalt, s)).Shuffle(&same);
+    const std::vector<uint8_t> same = BalancedLabels(n, StreamSeed(o.seed, kLabelSalt, s));
     for (int64_t i = 0; i < n; ++i, ++next) {
       const auto& words = c.sentences[order[next]];
       Rng rng(StreamSeed(o.seed, kExampleSalt, next));

@@ -137,6 +137,16 @@ inline int64_t ProbeShiftOf(const std::string& task,
   return k;
 }
 
+// Whether `task` names a shift-k version the study and the generator take (k <= kMaxProbeShift).
+inline bool IsProbeShiftTask(const std::string& task) {
+  const int64_t k = ProbeShiftOf(task);
+  return k >= 0 && k <= kMaxProbeShift;
+}
+// Tokens of the longest shift-k pair: [CLS] A [SEP] filler B [SEP].
+inline int64_t ShiftPairTokens(int64_t segment_pieces, int64_t max_shift) {
+  return 3 + 2 * segment_pieces + max_shift;
+}
+
 // One generated pair (the aligned and shifted versions differ only in `offset`; the shift-k
 // versions in `offset` = k).
 struct ProbeExample {

@@ -32,8 +32,8 @@ absl::StatusOr<StudyTask> FindStudyTask(const std::string& name) {
   for (const StudyTask& t : StudyTaskTable()) {
     if (absl::EqualsIgnoreCase(t.name, name)) return t;
   }
-  const int64_t k = ProbeShiftOf(name);
-  if (k >= 0 && k <= kMaxProbeShift) {
+  if (IsProbeShiftTask(name)) {
+    const int64_t k = ProbeShiftOf(name);
     return StudyTask{ProbeShiftTask(k), "",     absl::StrCat("shift-", k, "/task.json"),
                      "probe",           "test", 0};
   }
@@ -50,17 +50,15 @@ std::vector<std::string> StudyTaskNames() {
 
 bool IsProbeTask(const std::string& name) {
   return absl::EqualsIgnoreCase(name, kProbeAlignedTask) ||
-         absl::EqualsIgnoreCase(name, kProbeShiftedTask) || ProbeShifts({name}).size() == 1;
+         absl::EqualsIgnoreCase(name, kProbeShiftedTask) || IsProbeShiftTask(name);
 }
 
 std::vector<uint64_t> ProbeShifts(const std::vector<std::string>& tasks) {
   std::vector<uint64_t> out;
   for (const std::string& t : tasks) {
-    const int64_t k = ProbeShiftOf(t);
-    if (k >= 0 && k <= kMaxProbeShift &&
-        std::find(out.begin(), out.end(), static_cast<uint64_t>(k)) == out.end()) {
-      out.push_back(static_cast<uint64_t>(k));
-    }
+    if (!IsProbeShiftTask(t)) continue;
+    const uint64_t k = static_cast<uint64_t>(ProbeShiftOf(t));
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
   }
   return out;
 }
