@@ -66,7 +66,8 @@ absl::StatusOr<double> PretrainAndMeasure(const StudyConfig& config, const Study
   pc.train.shard_dir = data.shard_dir;
   pc.train.out_dir = pre_dir;
   GMLP_RETURN_IF_ERROR(pretrain::RunPretraining(pc, pretrain::ResumeMode::kAuto));
-  return HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretrain_batch, config.ppl_batches);
+  return HeldOutMlmLoss(pre_dir, data.shard_dir, config.pretraining.global_batch,
+                        config.pretraining.eval_batches);
 }
 
 // Pretraining is deterministic (same seed, data, threads and kernels: bit for bit, also on
@@ -87,7 +88,7 @@ absl::Status RecoverCheckpoint(const StudyConfig& config, const StudyData& data,
   }
   const double recorded_loss = recorded["mlm_loss"].get<double>();
   progress(absl::StrCat(where, ": no checkpoint (an exported, unfinished cell): pretraining ",
-                        config.pretrain_steps, " steps again"));
+                        config.pretraining.steps, " steps again"));
   // The exported log and config go aside while the pretrainer writes afresh. When they are
   // aside already, an earlier recovery was stopped: its checkpoints continue (exact resume).
   const std::string aside = pre_dir + ".exported";
@@ -126,14 +127,14 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
   // The final checkpoint, or none: an earlier recovery may have been stopped part way.
   const auto checkpoints =
       pretrain::ListCheckpoints(JoinPath(pre_dir, pretrain::kCheckpointsSubdir));
-  if (done && (checkpoints.empty() || checkpoints.back().first < config.pretrain_steps)) {
+  if (done && (checkpoints.empty() || checkpoints.back().first < config.pretraining.steps)) {
     GMLP_RETURN_IF_ERROR(RecoverCheckpoint(config, data, cell, cell_dir, where, progress));
   }
   if (done) {
     GMLP_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonFile(pre_json, kRedo));
     r->mlm_loss = j.value("mlm_loss", 0.0);
   } else {
-    progress(absl::StrCat(where, ": pretraining ", config.pretrain_steps, " steps"));
+    progress(absl::StrCat(where, ": pretraining ", config.pretraining.steps, " steps"));
     GMLP_ASSIGN_OR_RETURN(r->mlm_loss, PretrainAndMeasure(config, data, cell, pre_dir));
   }
   // The log, not pretrain_done.json, is the record of time: studies before the trainer kept
@@ -150,7 +151,8 @@ absl::Status PretrainCell(const StudyConfig& config, const StudyData& data, cons
   const model::ParamCount pcount = model::CountParameters(pre.config);
   r->params = pcount.total;
   r->non_embedding_params = pcount.non_embedding();
-  r->pretrain_tokens = config.pretrain_steps * config.pretrain_batch * pre.config.max_seq_len;
+  r->pretrain_tokens =
+      config.pretraining.steps * config.pretraining.global_batch * pre.config.max_seq_len;
   progress(absl::StrCat(where, ": ", r->params, " parameters, held-out MLM perplexity ",
                         r->mlm_perplexity));
   return absl::OkStatus();
@@ -345,7 +347,7 @@ absl::StatusOr<CellResult> RunCell(const StudyConfig& config, const StudyData& d
   r.arch = cell.arch;
   r.size = cell.size;
   r.sgu = cell.sgu;
-  r.pretrain_steps = config.pretrain_steps;
+  r.pretrain_steps = config.pretraining.steps;
   GMLP_RETURN_IF_ERROR(PretrainCell(config, data, cell, cell_dir, where, progress, &r));
   for (const auto& [task, control] : runs) {
     GMLP_ASSIGN_OR_RETURN(TaskScore score,

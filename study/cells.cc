@@ -49,20 +49,14 @@ absl::StatusOr<pretrain::PretrainConfig> CellPretrainConfig(const StudyConfig& c
     if (spec->has_tiny_attention) pc.model.attn_size = static_cast<int64_t>(c.amlp_attn_sizes[0]);
   }
   pretrain::TrainConfig& t = pc.train;
-  t.steps = c.pretrain_steps;
-  t.global_batch = c.pretrain_batch;
-  t.micro_batch = c.pretrain_batch;
+  t = c.pretraining;
+  t.micro_batch = t.global_batch;
   GMLP_ASSIGN_OR_RETURN(t.lr, c.PretrainLr(size));
-  t.warmup_steps = std::min(c.pretrain_warmup, c.pretrain_steps);
-  t.bf16 = c.pretrain_bf16;
-  t.kernels = c.pretrain_kernels;
+  t.warmup_steps = std::min(t.warmup_steps, t.steps);
   // The learning curve: held-out loss at curve_points evenly spaced steps (and the last).
-  t.eval_every = std::max<int64_t>(1, c.pretrain_steps / c.curve_points);
-  t.eval_batches = c.ppl_batches;
-  t.checkpoint_every = std::max<int64_t>(50, c.pretrain_steps / 4);
-  t.keep_checkpoints = 1;
-  t.log_every = std::max<int64_t>(10, c.pretrain_steps / 10);
-  t.seed = 1;
+  t.eval_every = std::max<int64_t>(1, t.steps / c.curve_points);
+  t.checkpoint_every = std::max<int64_t>(50, t.steps / 4);
+  t.log_every = std::max<int64_t>(10, t.steps / 10);
   return pc;
 }
 

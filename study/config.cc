@@ -127,11 +127,11 @@ absl::Status CheckGrid(const StudyConfig& c) {
 // covers every size): a config is checked whole, before any work.
 absl::Status CheckPretraining(const StudyConfig& c) {
   auto bad = [&c](auto&&... args) { return Bad(c, args...); };
-  if (!kernels::ParsePolicy(c.pretrain_kernels)) {
-    return bad("pretrain_kernels", c.pretrain_kernels, " is not one of auto, aten");
+  if (!kernels::ParsePolicy(c.pretraining.kernels)) {
+    return bad("pretrain_kernels", c.pretraining.kernels, " is not one of auto, aten");
   }
-  if (!(c.pretrain_lr > 0 && c.pretrain_lr <= 1)) {
-    return bad("pretrain_lr", c.pretrain_lr, " must be in (0, 1]");
+  if (!(c.pretraining.lr > 0 && c.pretraining.lr <= 1)) {
+    return bad("pretrain_lr", c.pretraining.lr, " must be in (0, 1]");
   }
   for (size_t i = 0; i < c.pretrain_lr_by_size.size(); ++i) {
     const std::string size = c.pretrain_lr_by_size[i].substr(0, c.pretrain_lr_by_size[i].find('='));
@@ -146,12 +146,15 @@ absl::Status CheckPretraining(const StudyConfig& c) {
       }
     }
   }
-  if (c.pretrain_steps < 1) return bad("pretrain_steps", c.pretrain_steps, " must be >= 1");
-  if (c.pretrain_batch < 1 || c.pretrain_batch > kMaxSize) {
-    return bad("pretrain_batch", c.pretrain_batch, " must be in [1, ", kMaxSize, "] (2^20)");
+  if (c.pretraining.steps < 1) return bad("pretrain_steps", c.pretraining.steps, " must be >= 1");
+  if (c.pretraining.global_batch < 1 || c.pretraining.global_batch > kMaxSize) {
+    return bad("pretrain_batch", c.pretraining.global_batch, " must be in [1, ", kMaxSize,
+               "] (2^20)");
   }
-  if (c.pretrain_warmup < 0) return bad("pretrain_warmup", c.pretrain_warmup, " must be >= 0");
-  if (c.ppl_batches < 1) return bad("ppl_batches", c.ppl_batches, " must be >= 1");
+  if (c.pretraining.warmup_steps < 0)
+    return bad("pretrain_warmup", c.pretraining.warmup_steps, " must be >= 0");
+  if (c.pretraining.eval_batches < 1)
+    return bad("ppl_batches", c.pretraining.eval_batches, " must be >= 1");
   if (c.curve_points < 1) return bad("curve_points", c.curve_points, " must be >= 1");
   return absl::OkStatus();
 }
@@ -160,9 +163,10 @@ absl::Status CheckPretraining(const StudyConfig& c) {
 absl::Status CheckData(const StudyConfig& c) {
   auto bad = [&c](auto&&... args) { return Bad(c, args...); };
   if (c.corpus_mb < 0) return bad("corpus_mb", c.corpus_mb, " must be >= 0 (0 = all)");
-  if (c.vocab_size < 8) return bad("vocab_size", c.vocab_size, " must be >= 8");
-  if (c.seq_len < 8 || c.seq_len > kMaxSize) {
-    return bad("seq_len", c.seq_len, " must be in [8, ", kMaxSize, "] (2^20)");
+  if (c.tokenizer_training.vocab_size < 8)
+    return bad("vocab_size", c.tokenizer_training.vocab_size, " must be >= 8");
+  if (c.sharding.seq_len < 8 || c.sharding.seq_len > kMaxSize) {
+    return bad("seq_len", c.sharding.seq_len, " must be in [8, ", kMaxSize, "] (2^20)");
   }
   // The probe's own bounds (study/probe.cc ProbeOptions::Validate), named as the study's keys.
   for (const auto& [key, n] :
@@ -201,10 +205,10 @@ absl::Status StudyConfig::Validate() const {
   if (max_eval_examples < 0) {
     return Bad(*this, "max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
   }
-  if (finetune.max_len > seq_len && shards.empty()) {
+  if (finetune.max_len > sharding.seq_len && shards.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(finetune_origins.Subject("max_len", finetune.max_len), " exceeds ",
-                     origins.Mention("seq_len", seq_len), " (the encoders' max_seq_len)"));
+                     origins.Mention("seq_len", sharding.seq_len), " (the encoders' max_seq_len)"));
   }
   GMLP_RETURN_IF_ERROR(finetune.Validate(finetune_origins));
   if (finetune.max_len != 0) {
@@ -212,14 +216,16 @@ absl::Status StudyConfig::Validate() const {
                           finetune_origins.Subject("max_len", finetune.max_len));
   }
   // max_len follows seq_len (with `shards`, the manifest's: WithDerivedDefaults checks it).
-  if (shards.empty()) return CheckProbeFits(*this, seq_len, origins.Subject("seq_len", seq_len));
+  if (shards.empty()) {
+    return CheckProbeFits(*this, sharding.seq_len, origins.Subject("seq_len", sharding.seq_len));
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<StudyConfig> StudyConfig::WithDerivedDefaults() const {
   StudyConfig c = *this;
   if (c.finetune.max_len == 0) {
-    c.finetune.max_len = c.seq_len;
+    c.finetune.max_len = c.sharding.seq_len;
     if (!c.shards.empty()) {
       GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
                             data::ReadManifest(JoinPath(c.shards, "manifest.json")));
@@ -247,7 +253,7 @@ absl::StatusOr<double> StudyConfig::PretrainLr(const std::string& size) const {
     }
     if (entry.compare(0, eq, size) == 0 && eq == size.size()) return lr;
   }
-  return pretrain_lr;
+  return pretraining.lr;
 }
 
 nlohmann::json StudyConfig::ToJson() const {
@@ -335,16 +341,16 @@ absl::Status ApplyStudyPreset(const std::string& name, StudyConfig* c) {
   if (name == "smoke") {
     const nlohmann::json before = c->ToJson();
     c->corpus_mb = 1;
-    c->vocab_size = 2000;
-    c->seq_len = 128;  // the probe's pairs need up to 128 tokens
+    c->tokenizer_training.vocab_size = 2000;
+    c->sharding.seq_len = 128;  // the probe's pairs need up to 128 tokens
     c->archs = {"transformer", "gmlp"};
     c->sizes = {"tiny"};
     c->sgu_variants = {};
     c->model_overrides = "n_layers=1,d_model=64,d_ffn=128";
-    c->pretrain_steps = 10;
-    c->pretrain_batch = 8;
-    c->pretrain_warmup = 2;
-    c->ppl_batches = 2;
+    c->pretraining.steps = 10;
+    c->pretraining.global_batch = 8;
+    c->pretraining.warmup_steps = 2;
+    c->pretraining.eval_batches = 2;
     c->curve_points = 2;
     c->tasks = {"SST-2", "MNLI-like", "probe-aligned", "probe-shifted"};
     c->probe.train_examples = 64;

@@ -11,9 +11,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/field_json.h"
+#include "data/prepare.h"
 #include "finetune/options.h"
 #include "kernels/policy.h"
+#include "pretrain/train_config.h"
 #include "study/probe.h"
+#include "tokenizer/tokenizer.h"
 
 namespace gmlp::study {
 
@@ -25,9 +28,24 @@ struct StudyConfig {
   std::string corpus = "corpus/wikipedia-en/enwiki_extract.txt.xz";
   int64_t corpus_mb = 30;
   std::string tokenizer;  // an existing .model: skips tokenizer training
-  int32_t vocab_size = 8192;
+  // The tokenizer the study trains otherwise, of which it exposes vocab_size; the data stage
+  // sets the inputs and the output.
+  tokenizer::TrainOptions tokenizer_training = [] {
+    tokenizer::TrainOptions o;
+    o.vocab_size = 8192;
+    o.input_sentence_size = 300000;
+    return o;
+  }();
   std::string shards;  // an existing shard directory: skips prepare (its seq_len wins)
-  int64_t seq_len = 128;
+  // `gmlp prepare`'s options for the study's shards, of which it exposes seq_len; the data
+  // stage sets the input, tokenizer and output.
+  data::PrepareOptions sharding = [] {
+    data::PrepareOptions o;
+    o.seq_len = 128;
+    o.valid_fraction = 0.02;
+    o.progress = false;
+    return o;
+  }();
 
   // The held-out tail of the corpus's documents: the tokenizer and the shards never see it, the
   // alignment probe is drawn from it (study/probe.h).
@@ -53,24 +71,34 @@ struct StudyConfig {
   // the others are reported as "amlp-attn<N>". The paper: 64 at d_model 512-1024 (1/8-1/16).
   std::vector<uint64_t> amlp_attn_sizes = {64};
 
-  int64_t pretrain_steps = 1300;
-  int64_t pretrain_batch = 32;
-  double pretrain_lr = 2e-3;
+  // Every cell's pretraining, of which the study exposes steps (pretrain_steps), global_batch
+  // (pretrain_batch; micro_batch follows it), lr (pretrain_lr), warmup_steps, bf16, kernels and
+  // eval_batches (ppl_batches); the cell sets its model, lr by size, output and the evaluation
+  // and checkpoint intervals (study/cells.cc).
+  // - bf16 autocast (and finetune.bf16 for finetuning; `--bf16` sets both): about 2x the tokens
+  //   per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the first step
+  //   (bench/RESULTS.md). On by default where bf16 is native (kernels::Bf16IsFast): a CPU
+  //   without it runs bf16 matmuls 20-90x slower than fp32.
+  // - kernels: kernels/ops.h's policy (and finetune.kernels; `--kernels` sets both).
+  // - eval_batches: validation batches (of pretrain_batch) for the perplexity table too.
+  gmlp::pretrain::TrainConfig pretraining = [] {
+    gmlp::pretrain::TrainConfig o;
+    o.steps = 1300;
+    o.global_batch = o.micro_batch = 32;
+    o.lr = 2e-3;
+    o.warmup_steps = 100;
+    o.bf16 = kernels::Bf16IsFast();
+    o.kernels = "auto";
+    o.eval_batches = 16;
+    o.keep_checkpoints = 1;
+    o.seed = 1;
+    return o;
+  }();
   // "size=lr" entries: the peak pretraining lr of every cell of that size (all its encoders,
   // so the recipe stays the same for every encoder at a size); other sizes use pretrain_lr.
   // Wider models want a lower lr (study/README.md, "Why these defaults"). Each cell checks the lr
   // its pretraining recorded, so changing an entry affects only that size's cells.
   std::vector<std::string> pretrain_lr_by_size = {};
-  int64_t pretrain_warmup = 100;
-  // bf16 autocast for pretraining (and finetune.bf16 for finetuning; `--bf16` sets both): about
-  // 2x the tokens per second of fp32 on an AVX-512-bf16 CPU, same loss to 4 decimals at the
-  // first step (bench/RESULTS.md). On by default where bf16 is native (kernels::Bf16IsFast): a
-  // CPU without it runs bf16 matmuls 20-90x slower than fp32.
-  bool pretrain_bf16 = kernels::Bf16IsFast();
-  // kernels/ops.h's policy for pretraining (and finetune.kernels for finetuning; `--kernels`
-  // sets both): auto | aten.
-  std::string pretrain_kernels = "auto";
-  int64_t ppl_batches = 16;  // validation batches (of pretrain_batch) for the perplexity table
   int64_t curve_points = 8;  // held-out MLM loss measured this many times while pretraining
 
   std::vector<std::string> tasks = {"SST-2", "MNLI-like", "probe-aligned", "probe-shifted"};
@@ -134,11 +162,12 @@ struct StudyConfig {
           "the last fraction of the corpus's documents, never pretrained on: the probe's source");
     visit("tokenizer", self.tokenizer,
           "an existing SentencePiece .model: skips tokenizer training");
-    visit("vocab_size", self.vocab_size, "tokenizer vocabulary size");
+    visit("vocab_size", self.tokenizer_training.vocab_size, "tokenizer vocabulary size");
     visit("shards", self.shards,
           "an existing `gmlp prepare` shard directory: skips tokenizer training and prepare "
           "(give its --tokenizer too)");
-    visit("seq_len", self.seq_len, "sequence length of the shards (the encoders' max_seq_len)");
+    visit("seq_len", self.sharding.seq_len,
+          "sequence length of the shards (the encoders' max_seq_len)");
   }
 
   // Which encoders make the cells.
@@ -164,17 +193,18 @@ struct StudyConfig {
   // Each cell's pretraining and its held-out evaluation.
   template <typename Self, typename Visit>
   static void ForEachPretrainField(Self& self, Visit& visit) {
-    visit("pretrain_steps", self.pretrain_steps, "pretraining steps per cell");
-    visit("pretrain_batch", self.pretrain_batch, "sequences per pretraining step");
-    visit("pretrain_lr", self.pretrain_lr, "peak pretraining learning rate");
+    visit("pretrain_steps", self.pretraining.steps, "pretraining steps per cell");
+    visit("pretrain_batch", self.pretraining.global_batch, "sequences per pretraining step");
+    visit("pretrain_lr", self.pretraining.lr, "peak pretraining learning rate");
     visit("pretrain_lr_by_size", self.pretrain_lr_by_size,
           "per-size peak pretraining lr, 'size=lr,...' (e.g. mini=0.001); other sizes use "
           "--pretrain_lr");
-    visit("pretrain_warmup", self.pretrain_warmup, "pretraining warmup steps");
-    visit("pretrain_bf16", self.pretrain_bf16, "bf16 autocast for pretraining");
-    visit("pretrain_kernels", self.pretrain_kernels,
+    visit("pretrain_warmup", self.pretraining.warmup_steps, "pretraining warmup steps");
+    visit("pretrain_bf16", self.pretraining.bf16, "bf16 autocast for pretraining");
+    visit("pretrain_kernels", self.pretraining.kernels,
           "which ops of pretraining run gmlp's CPU kernels: auto | aten");
-    visit("ppl_batches", self.ppl_batches, "validation batches for the held-out MLM perplexity");
+    visit("ppl_batches", self.pretraining.eval_batches,
+          "validation batches for the held-out MLM perplexity");
     visit("curve_points", self.curve_points,
           "held-out MLM loss evaluations during pretraining (the learning-curve plot)");
   }

@@ -59,25 +59,21 @@ absl::Status ExtractStage(const StudyConfig& config, const std::string& corpus,
 
 absl::Status TokenizerStage(const StudyConfig& config, const std::string& corpus_txt,
                             const std::string& data_out, const Progress& progress) {
-  progress(absl::StrCat("training the tokenizer (vocab ", config.vocab_size, ")"));
-  tokenizer::TrainOptions to;
+  progress(
+      absl::StrCat("training the tokenizer (vocab ", config.tokenizer_training.vocab_size, ")"));
+  tokenizer::TrainOptions to = config.tokenizer_training;
   to.inputs = {corpus_txt};
   to.model_prefix = JoinPath(data_out, "tokenizer");
-  to.vocab_size = config.vocab_size;
-  to.input_sentence_size = 300000;
   return tokenizer::Train(to);
 }
 
 absl::Status ShardStage(const StudyConfig& config, const std::string& corpus_txt,
                         const StudyData& d, const Progress& progress, double* tokens) {
-  progress(absl::StrCat("preparing shards (seq_len ", config.seq_len, ")"));
-  data::PrepareOptions po;
+  progress(absl::StrCat("preparing shards (seq_len ", config.sharding.seq_len, ")"));
+  data::PrepareOptions po = config.sharding;
   po.input = {corpus_txt};
   po.tokenizer = d.tokenizer_model;
   po.output = d.shard_dir;
-  po.seq_len = config.seq_len;
-  po.valid_fraction = 0.02;
-  po.progress = false;
   GMLP_ASSIGN_OR_RETURN(const data::PrepareResult r, data::Prepare(po));
   *tokens =
       static_cast<double>(r.manifest.Totals("train").tokens + r.manifest.Totals("valid").tokens);

@@ -94,15 +94,15 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
 absl::Status AddContextFreeFloors(const StudyConfig& config, const std::string& shard_dir,
                                   const pretrain::TrainConfig& train, ReportContext* context) {
   GMLP_ASSIGN_OR_RETURN(const std::vector<int64_t> counts,
-                        TrainTokenCounts(shard_dir, config.pretrain_batch));
+                        TrainTokenCounts(shard_dir, config.pretraining.global_batch));
   data::LoaderOptions curve = HeldOutLoaderOptions(shard_dir, train.micro_batch);
   curve.seed = train.seed;
   curve.masking.mask_rate = train.mask_rate;
   curve.masking.whole_word = train.whole_word;
   GMLP_ASSIGN_OR_RETURN(
       context->context_free_loss,
-      ContextFreeFloor(counts, HeldOutLoaderOptions(shard_dir, config.pretrain_batch),
-                       config.ppl_batches));
+      ContextFreeFloor(counts, HeldOutLoaderOptions(shard_dir, config.pretraining.global_batch),
+                       config.pretraining.eval_batches));
   GMLP_ASSIGN_OR_RETURN(context->curve_context_free_loss,
                         ContextFreeFloor(counts, curve, train.eval_batches));
   return absl::OkStatus();

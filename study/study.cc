@@ -72,15 +72,16 @@ absl::Status RecordTimings(const StudyConfig& config, const std::vector<StageTim
 // "<dir> (seq_len n, N train tokens: each cell pretrains on x epochs of them)".
 std::string ShardsSetting(const std::string& shard_dir, const StudyConfig& config) {
   auto manifest = data::ReadManifest(JoinPath(shard_dir, "manifest.json"));
-  if (!manifest.ok()) return absl::StrCat(shard_dir, " (seq_len ", config.seq_len, ")");
+  if (!manifest.ok()) return absl::StrCat(shard_dir, " (seq_len ", config.sharding.seq_len, ")");
   const int64_t train = manifest->Totals("train").tokens;
-  const double seen = static_cast<double>(config.pretrain_steps * config.pretrain_batch) *
-                      static_cast<double>(manifest->seq_len);
+  const double seen =
+      static_cast<double>(config.pretraining.steps * config.pretraining.global_batch) *
+      static_cast<double>(manifest->seq_len);
   return absl::StrFormat(
       "%s (seq_len %d, %.2fM train tokens; a cell's %d x %d sequences are "
       "%.2f passes over them)",
-      shard_dir, manifest->seq_len, train / 1e6, config.pretrain_steps, config.pretrain_batch,
-      train > 0 ? seen / static_cast<double>(train) : 0);
+      shard_dir, manifest->seq_len, train / 1e6, config.pretraining.steps,
+      config.pretraining.global_batch, train > 0 ? seen / static_cast<double>(train) : 0);
 }
 
 // The report's settings table: what the study ran with.
@@ -92,16 +93,18 @@ nlohmann::ordered_json Settings(const StudyConfig& config, const StudyData& data
                               " of the documents before the "
                               "held-out last ",
                               config.holdout_fraction * 100, "%)")},
-      {"tokenizer", absl::StrCat(data.tokenizer_model, " (vocab ", config.vocab_size, ")")},
+      {"tokenizer",
+       absl::StrCat(data.tokenizer_model, " (vocab ", config.tokenizer_training.vocab_size, ")")},
       {"shards", ShardsSetting(data.shard_dir, config)},
       {"pretraining",
        absl::StrCat(
-           config.pretrain_steps, " steps x ", config.pretrain_batch, " sequences, lr ",
-           config.pretrain_lr,
+           config.pretraining.steps, " steps x ", config.pretraining.global_batch,
+           " sequences, lr ", config.pretraining.lr,
            config.pretrain_lr_by_size.empty()
                ? ""
                : absl::StrCat(" (by size: ", absl::StrJoin(config.pretrain_lr_by_size, ", "), ")"),
-           ", warmup ", config.pretrain_warmup, config.pretrain_bf16 ? ", bf16 autocast" : ", fp32",
+           ", warmup ", config.pretraining.warmup_steps,
+           config.pretraining.bf16 ? ", bf16 autocast" : ", fp32",
            config.pretrain_lr_by_size.empty() ? " (the same recipe for every cell)"
                                               : " (the same recipe for every encoder of a size)")},
       {"finetuning",

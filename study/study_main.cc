@@ -59,20 +59,20 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
                    "CPUs with AVX-512 bf16, 20-90x slower than fp32 on CPUs without it; on by "
                    "default where a GPU is visible or the CPU has native bf16. LayerNorm and "
                    "losses stay fp32",
-                   FlagCodec<bool>::Print(c->pretrain_bf16), /*is_bool=*/true,
+                   FlagCodec<bool>::Print(c->pretraining.bf16), /*is_bool=*/true,
                    [c](absl::string_view text) {
-                     return FlagCodec<bool>::Parse(text, &c->pretrain_bf16) &&
+                     return FlagCodec<bool>::Parse(text, &c->pretraining.bf16) &&
                             FlagCodec<bool>::Parse(text, &c->finetune.bf16);
                    });
   flags->AddCustom("kernels",
                    "which ops of pretraining and finetuning run gmlp's CPU kernels: auto "
                    "(wherever one covers the operands, kernels/README.md) | aten (ATen's ops "
                    "everywhere: A/B checks without a rebuild)",
-                   c->pretrain_kernels, /*is_bool=*/false, [c](absl::string_view text) {
+                   c->pretraining.kernels, /*is_bool=*/false, [c](absl::string_view text) {
                      if (!kernels::ParsePolicy(std::string_view(text.data(), text.size()))) {
                        return false;
                      }
-                     c->pretrain_kernels = c->finetune.kernels = std::string(text);
+                     c->pretraining.kernels = c->finetune.kernels = std::string(text);
                      return true;
                    });
 }

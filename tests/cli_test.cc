@@ -181,7 +181,7 @@ TEST(SubcommandHelpTest, StudyShowsStudyConfigDefaults) {
   }
   ExpectDefaultsMatch(help, ft, "study finetuning");
   EXPECT_EQ(help.at("lr"), "0.001");
-  EXPECT_EQ(help.at("bf16"), c.pretrain_bf16 ? "true" : "false");
+  EXPECT_EQ(help.at("bf16"), c.pretraining.bf16 ? "true" : "false");
   EXPECT_EQ(help.at("kernels"), "auto");
   EXPECT_EQ(help.at("smoke"), "false");
 }

@@ -24,7 +24,7 @@ namespace {
 
 TEST(StudyConfigTest, MergeJsonSetsNamedFieldsOnly) {
   StudyConfig c;
-  const int64_t steps = c.pretrain_steps;
+  const int64_t steps = c.pretraining.steps;
   ASSERT_TRUE(c.MergeJson(nlohmann::json::parse(R"({"comment": "x", "sizes": ["mini"],
       "seeds": [4, 5, 6, 7], "transformer_pre_ln": false, "finetune": {"epochs": 5}})"),
                           "<test>")
@@ -33,7 +33,7 @@ TEST(StudyConfigTest, MergeJsonSetsNamedFieldsOnly) {
   EXPECT_EQ(c.seeds.size(), 4u);
   EXPECT_FALSE(c.transformer_pre_ln);
   EXPECT_EQ(c.finetune.epochs, 5);
-  EXPECT_EQ(c.pretrain_steps, steps);  // untouched
+  EXPECT_EQ(c.pretraining.steps, steps);  // untouched
   EXPECT_EQ(c.finetune.lr, StudyConfig().finetune.lr);
 }
 
@@ -80,7 +80,7 @@ TEST(StudyConfigTest, ShippedConfigsReadAndValidate) {
   StudyConfig c;
   ASSERT_TRUE(ApplyStudyConfigFile(GMLP_SOURCE_DIR "/study/configs/cpu-3h.json", &c).ok());
   EXPECT_GE(c.sizes.size(), 2u);  // accuracy against parameters: two sizes per encoder
-  EXPECT_GE(c.pretrain_steps * c.pretrain_batch * c.seq_len, 10000000);
+  EXPECT_GE(c.pretraining.steps * c.pretraining.global_batch * c.sharding.seq_len, 10000000);
 }
 
 // The default run's shape (issue 12): full splits, >= 3 seeds, the probe, the controls, a
@@ -181,7 +181,7 @@ TEST(StudyConfigTest, TransformerPositionsNameTheBaseline) {
 // recording) counts as its default, so an older run still resumes unless the value now differs.
 TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   StudyConfig c;
-  c.pretrain_steps = 2500;
+  c.pretraining.steps = 2500;
   c.probe.train_examples = 9000;
   nlohmann::json recorded = c.ToJson();
   EXPECT_EQ(SettingsChanges(recorded, c), "");
@@ -201,7 +201,7 @@ TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
   other.finetune.warmup = c.finetune.warmup + 0.5;
   EXPECT_NE(SettingsChanges(recorded, other).find("finetune"), std::string::npos);
   other = c;
-  other.pretrain_steps = 2000;
+  other.pretraining.steps = 2000;
   EXPECT_EQ(SettingsChanges(recorded, other), " pretrain_steps: 2500 -> 2000;");
   // Per-size learning rates are checked by each cell instead (study.cc), so that a new entry
   // redoes only that size's cells.
@@ -214,7 +214,7 @@ TEST(StudyConfigTest, SettingsChangesTreatsUnrecordedSettingsAsDefaults) {
 // shards' with --shards), the probe's byte limit follows max_len; a value given is kept.
 TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   StudyConfig c;
-  c.seq_len = 64;
+  c.sharding.seq_len = 64;
   ASSERT_TRUE(c.Validate().ok()) << c.Validate();  // was: --max_len=128 exceeds --seq_len=64
   auto d = c.WithDerivedDefaults();
   ASSERT_TRUE(d.ok()) << d.status();
@@ -262,7 +262,7 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   // probe_max_sentence_bytes 2, a study.json that Validate then refused. With the probe it is
   // refused up front naming seq_len; without it the limit stays 0 and the config round-trips.
   StudyConfig short_seq;
-  short_seq.seq_len = 10;
+  short_seq.sharding.seq_len = 10;
   EXPECT_EQ(short_seq.Validate().ToString(),
             "INVALID_ARGUMENT: --seq_len=10 leaves the alignment probe's sentences 2 bytes "
             "(max_len - 8); they need at least 8: raise it, set --probe_max_sentence_bytes, or "
@@ -316,7 +316,7 @@ TEST(StudyConfigTest, ShiftProbeTasksAndTheirFit) {
             "--probe_segment_pieces=3 must be in [4, 1048576]");
   c.probe.segment_pieces = 24;
   c.tasks = {"SST-2", "probe-aligned"};  // no shift tasks: segment_pieces is not checked
-  c.seq_len = 32;
+  c.sharding.seq_len = 32;
   EXPECT_TRUE(c.Validate().ok()) << c.Validate();
 }
 
@@ -324,7 +324,7 @@ TEST(StudyConfigTest, ShiftProbeTasksAndTheirFit) {
 TEST(StudyConfigTest, PretrainLrBySize) {
   StudyConfig c;
   c.sizes = {"tiny", "mini"};
-  c.pretrain_lr = 2e-3;
+  c.pretraining.lr = 2e-3;
   c.pretrain_lr_by_size = {"mini=0.001"};
   ASSERT_TRUE(c.Validate().ok()) << c.Validate();
   EXPECT_EQ(*c.PretrainLr("tiny"), 2e-3);
@@ -380,7 +380,7 @@ TEST(StudyConfigTest, BadValuesNameTheFileAndKey) {
             path + ": \"amlp_attn_sizes\" [4611686018427387904]: 4611686018427387904 is not in " +
                 "[1, 1048576] (2^20)");
   StudyConfig flags;  // set by flags (no recorded origin)
-  flags.pretrain_lr = -1;
+  flags.pretraining.lr = -1;
   EXPECT_EQ(std::string(flags.Validate().message()), "--pretrain_lr=-1.0 must be in (0, 1]");
   flags = StudyConfig();
   flags.seeds = {};

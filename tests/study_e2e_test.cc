@@ -132,7 +132,7 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
   ASSERT_NE(floor_at, std::string::npos) << *md;
   const double floor = std::stod(md->substr(floor_at + 23, 6));
   EXPECT_GT(floor, 0.5);
-  EXPECT_LT(floor, std::log(static_cast<double>(config_->vocab_size)));
+  EXPECT_LT(floor, std::log(static_cast<double>(config_->tokenizer_training.vocab_size)));
   // SST-2's epoch is selected on examples held out from train, not on the reported dev.
   auto sst = ReadFile(JoinPath(out, "cells/gmlp-tiny/ft/SST-2/results.json"));
   ASSERT_TRUE(sst.ok());
@@ -199,7 +199,7 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
       if (nlohmann::json::parse(line)["type"] == "train") continue;
       absl::StrAppend(&edited, line, "\n");
     }
-    const int64_t steps = config_->pretrain_steps;
+    const int64_t steps = config_->pretraining.steps;
     for (const auto& [step, elapsed] :
          {std::pair<int64_t, double>{steps / 2, 1000.0}, std::pair<int64_t, double>{steps, 10.0}}) {
       absl::StrAppend(
@@ -232,7 +232,7 @@ void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
   EXPECT_EQ(Lines(JoinPath(out, "results.csv")).size(), 3u * 4 * 2 + 3 * 2 + 4 + 1);
   // Other settings in the same directory are refused with a clear message.
   StudyConfig other = *config_;
-  other.pretrain_steps += 1;
+  other.pretraining.steps += 1;
   auto refused = RunStudy(other);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("pretrain_steps"), std::string::npos);
