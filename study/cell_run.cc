@@ -226,12 +226,12 @@ finetune::FinetuneJob StudyTaskJob(const StudyTask& task, const std::string& dat
   return job;
 }
 
-// Finetunes the cell on one task with every seed (on the second segment alone for the
-// "second_only" control), unless its results.json exists.
-absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyData& data,
-                                       const std::string& task_name, const std::string& control,
-                                       const std::string& cell_dir, const std::string& where,
-                                       const Progress& progress) {
+}  // namespace
+
+absl::StatusOr<finetune::FinetuneJob> CellTaskJob(const StudyConfig& config, const StudyData& data,
+                                                  const std::string& task_name,
+                                                  const std::string& control,
+                                                  const std::string& cell_dir) {
   GMLP_ASSIGN_OR_RETURN(StudyTask task, FindStudyTask(task_name));
   finetune::FinetuneJob job = StudyTaskJob(task, config.data_dir, data.probe_dir);
   const bool second_only = control == "second_only";
@@ -241,8 +241,6 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   job.output = JoinPath(JoinPath(cell_dir, "ft"), second_only  ? task.name + "-second-only"
                                                   : job.reinit ? task.name + "-scratch"
                                                                : task.name);
-  const std::string what =
-      control == "none" ? "" : absl::StrCat(" (", ControlDescription(control), ")");
   job.seeds = config.seeds;
   job.max_train_examples = config.max_train_examples;
   job.max_eval_examples = config.max_eval_examples;
@@ -252,6 +250,31 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   job.eval_splits = {task.report_split};  // besides the selection split
   job.options = config.finetune;
   job.options.log_every = 0;
+  if (IsProbeTask(task.name)) {  // its own size, epochs and lr (the calibration's)
+    // All of its probe_train_examples pairs (a study with fewer than max_train_examples of
+    // them trains on the same rows as before this rule).
+    if (job.max_train_examples > 0) {
+      job.max_train_examples = std::max(job.max_train_examples, config.probe.train_examples);
+    }
+    if (config.probe_epochs > 0) job.options.epochs = config.probe_epochs;
+    if (config.probe_lr > 0) job.options.lr = config.probe_lr;
+  }
+  return job;
+}
+
+namespace {
+
+// Finetunes the cell on one task with every seed (on the second segment alone for the
+// "second_only" control), unless its results.json exists.
+absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyData& data,
+                                       const std::string& task_name, const std::string& control,
+                                       const std::string& cell_dir, const std::string& where,
+                                       const Progress& progress) {
+  GMLP_ASSIGN_OR_RETURN(StudyTask task, FindStudyTask(task_name));
+  GMLP_ASSIGN_OR_RETURN(finetune::FinetuneJob job,
+                        CellTaskJob(config, data, task_name, control, cell_dir));
+  const std::string what =
+      control == "none" ? "" : absl::StrCat(" (", ControlDescription(control), ")");
   GMLP_ASSIGN_OR_RETURN(finetune::TaskSpec spec, finetune::ResolveTask(job));
   const std::string results_json = JoinPath(job.output, finetune::kResultsFile);
   finetune::FinetuneResult res;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "finetune/finetune.h"
 #include "study/cells.h"
 #include "study/config.h"
 #include "study/data_stages.h"
@@ -19,6 +20,15 @@ namespace gmlp::study {
 // The cell's result when an earlier invocation finished every run asked for now.
 absl::StatusOr<std::optional<CellResult>> FinishedCell(const StudyConfig& config,
                                                        const CellSpec& cell);
+
+// The finetuning job of one of the cell's tasks under `control` ("none", "second_only",
+// "scratch"): the task's data, the cell's pretraining as init, its output folder under
+// <cell_dir>/ft, the seeds and config.finetune, with a probe task's own settings (all of its
+// probe_train_examples pairs, probe_epochs, probe_lr).
+absl::StatusOr<finetune::FinetuneJob> CellTaskJob(const StudyConfig& config, const StudyData& data,
+                                                  const std::string& task_name,
+                                                  const std::string& control,
+                                                  const std::string& cell_dir);
 
 // Runs (or reuses) one cell: pretraining, perplexity, finetuning; then writes cell.json.
 // `where` names the cell in progress lines ("cell 2/6 gmlp-tiny").

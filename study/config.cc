@@ -202,6 +202,12 @@ absl::Status StudyConfig::Validate() const {
   if (max_train_examples < 0) {
     return Bad(*this, "max_train_examples", max_train_examples, " must be >= 0 (0 = all)");
   }
+  if (probe_epochs < 0 || probe_epochs > 1000) {
+    return Bad(*this, "probe_epochs", probe_epochs, " must be in [0, 1000] (0 = --epochs)");
+  }
+  if (!(probe_lr >= 0 && probe_lr <= 1)) {
+    return Bad(*this, "probe_lr", probe_lr, " must be in [0, 1] (0 = --lr)");
+  }
   if (max_eval_examples < 0) {
     return Bad(*this, "max_eval_examples", max_eval_examples, " must be >= 0 (0 = all)");
   }

@@ -120,6 +120,10 @@ struct StudyConfig {
     o.test_examples = 1000;
     return o;
   }();
+  // The probe tasks' finetuning epochs and peak lr; 0 = finetune's. Its pairs are probe_train_
+  // examples, beyond max_train_examples. The calibration (study/README.md) chose them.
+  int64_t probe_epochs = 0;
+  double probe_lr = 0;
   std::vector<uint64_t> seeds = {1, 2, 3};
   int64_t max_train_examples = 1000;  // per task, a fixed random subset; 0 = all
   int64_t max_eval_examples = 0;      // per eval split, the first N; 0 = all (full splits)
@@ -231,9 +235,13 @@ struct StudyConfig {
     visit("probe_segment_pieces", self.probe.segment_pieces,
           "alignment probe, probe-shift-<k> tasks: both segments are exactly this many pieces "
           "(3 + twice this + the largest k must fit in --max_len)");
+    visit("probe_epochs", self.probe_epochs,
+          "alignment probe: finetuning epochs on its tasks; 0 = --epochs");
+    visit("probe_lr", self.probe_lr, "alignment probe: peak finetuning lr on its tasks; 0 = --lr");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
     visit("max_train_examples", self.max_train_examples,
-          "> 0: finetune on a fixed random subset of this many examples per task");
+          "> 0: finetune on a fixed random subset of this many examples per task (the probe's "
+          "tasks: at least --probe_train_examples)");
     visit("max_eval_examples", self.max_eval_examples,
           "> 0: evaluate on the first N examples of each eval split");
   }

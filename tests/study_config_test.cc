@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "data/manifest.h"
 #include "model/arch.h"
+#include "study/cell_run.h"
 #include "study/cells.h"
 #include "study/config.h"
 #include "study/roles.h"
@@ -409,6 +410,52 @@ TEST(StudyConfigTest, AnImpossibleCellIsNamedWithItsSources) {
                 "), \"model_overrides\" \"n_layers=1,d_model=64,d_ffn=128\" (--smoke)): encoder "
                 "config: d_model (64) must be divisible by n_heads (3)");
   EXPECT_FALSE(PathExists(c.output));  // nothing was started
+}
+
+// The probe's tasks finetune with their own epochs, lr and all of their pairs (the calibration's
+// settings); every other task, and a study that sets none of them, as before.
+TEST(StudyConfigTest, ProbeTasksFinetuneWithTheirOwnEpochsLrAndPairs) {
+  StudyConfig c;
+  StudyData data;
+  data.probe_dir = "/study/data/probe";
+  auto job = [&](const std::string& task, const std::string& control) {
+    auto j = CellTaskJob(c, data, task, control, "/study/cells/transformer-tiny-alibi");
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : finetune::FinetuneJob();
+  };
+  const finetune::FinetuneJob unset = job("probe-shift-0", "none");
+  EXPECT_EQ(unset.options.epochs, c.finetune.epochs);
+  EXPECT_EQ(unset.options.lr, c.finetune.lr);
+  EXPECT_EQ(unset.max_train_examples, 1000);  // probe_train_examples = max_train_examples
+  EXPECT_EQ(unset.task_spec, "/study/data/probe/shift-0/task.json");
+
+  c.probe_epochs = 8;
+  c.probe_lr = 3e-4;
+  c.probe.train_examples = 32000;
+  const finetune::FinetuneJob probe = job("probe-shift-16", "none");
+  EXPECT_EQ(probe.options.epochs, 8);
+  EXPECT_EQ(probe.options.lr, 3e-4);
+  EXPECT_EQ(probe.max_train_examples, 32000);
+  EXPECT_EQ(probe.options.batch_size, c.finetune.batch_size);  // the rest is finetune's
+  EXPECT_FALSE(probe.reinit);
+  const finetune::FinetuneJob scratch = job("probe-shift-16", "scratch");
+  EXPECT_TRUE(scratch.reinit);
+  EXPECT_EQ(scratch.options.epochs, 8);
+  EXPECT_EQ(scratch.output, "/study/cells/transformer-tiny-alibi/ft/probe-shift-16-scratch");
+  const finetune::FinetuneJob sst = job("SST-2", "none");
+  EXPECT_EQ(sst.options.epochs, c.finetune.epochs);
+  EXPECT_EQ(sst.options.lr, c.finetune.lr);
+  EXPECT_EQ(sst.max_train_examples, 1000);
+  c.max_train_examples = 0;  // all: the probe too
+  EXPECT_EQ(job("probe-aligned", "none").max_train_examples, 0);
+
+  c.probe_epochs = -1;
+  EXPECT_EQ(c.Validate().ToString(),
+            "INVALID_ARGUMENT: --probe_epochs=-1 must be in [0, 1000] (0 = --epochs)");
+  c.probe_epochs = 8;
+  c.probe_lr = 2;
+  EXPECT_EQ(c.Validate().ToString(),
+            "INVALID_ARGUMENT: --probe_lr=2.0 must be in [0, 1] (0 = --lr)");
 }
 
 }  // namespace
