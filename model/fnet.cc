@@ -6,6 +6,19 @@
 #include "kernels/ops.h"
 
 namespace gmlp::model {
+
+// The block of the arch-table row (its parameters: fnet.h).
+class FnetBlockImpl : public EncoderBlockImpl {
+ public:
+  explicit FnetBlockImpl(const EncoderConfig& config);
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
+
+ private:
+  double dropout_;
+  LayerNorm mix_norm_{nullptr};
+  Dense ffn_in_{nullptr}, ffn_out_{nullptr};
+  LayerNorm ffn_norm_{nullptr};
+};
 namespace {
 
 // (C, S), each (B, n, n) in `options`: for sequence b the top-left L_b x L_b block holds the DFT

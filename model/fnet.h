@@ -33,21 +33,9 @@ namespace gmlp::model {
 // out zero).
 torch::Tensor FourierMix(const torch::Tensor& x_ND, const SeqBatch& batch);
 
-// Parameters: mix_norm, ffn_in (d -> f), ffn_out (f -> d), ffn_norm. The mixing has none.
-class FnetBlockImpl : public EncoderBlockImpl {
- public:
-  explicit FnetBlockImpl(const EncoderConfig& config);
-  Residual forward(const Residual& in, const SeqBatch& batch) override;
-
- private:
-  double dropout_;
-  LayerNorm mix_norm_{nullptr};
-  Dense ffn_in_{nullptr}, ffn_out_{nullptr};
-  LayerNorm ffn_norm_{nullptr};
-};
-TORCH_MODULE(FnetBlock);
-
-// The constructor of the FNet row of the arch table (model/arch.cc).
+// The FNet row of the arch table (model/arch.cc) builds its block here; the block class is
+// private to fnet.cc. Parameters: mix_norm, ffn_in (d -> f), ffn_out (f -> d), ffn_norm. The mixing
+// has none.
 std::shared_ptr<EncoderBlockImpl> MakeFnetBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model

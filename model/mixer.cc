@@ -5,6 +5,20 @@
 
 namespace gmlp::model {
 
+// The block of the arch-table row (its parameters: mixer.h).
+class MixerBlockImpl : public EncoderBlockImpl {
+ public:
+  explicit MixerBlockImpl(const EncoderConfig& config);
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
+
+ private:
+  double dropout_;
+  LayerNorm token_norm_{nullptr};
+  torch::Tensor token_in_weight_, token_in_bias_, token_out_weight_, token_out_bias_;
+  LayerNorm channel_norm_{nullptr};
+  Dense channel_in_{nullptr}, channel_out_{nullptr};
+};
+
 MixerBlockImpl::MixerBlockImpl(const EncoderConfig& config) : dropout_(config.dropout) {
   const int64_t d = config.d_model, f = config.d_ffn, t = config.token_mlp_dim;
   const int64_t n_max = config.max_seq_len;

@@ -19,24 +19,10 @@
 
 namespace gmlp::model {
 
-// Parameters: token_norm, token_in_weight (t, n_max), token_in_bias (t),
+// The token-mixing MLP row of the arch table (model/arch.cc) builds its block here; the block class
+// is private to mixer.cc. Parameters: token_norm, token_in_weight (t, n_max), token_in_bias (t),
 // token_out_weight (n_max, t), token_out_bias (n_max), channel_norm, channel_in (d -> f),
 // channel_out (f -> d).
-class MixerBlockImpl : public EncoderBlockImpl {
- public:
-  explicit MixerBlockImpl(const EncoderConfig& config);
-  Residual forward(const Residual& in, const SeqBatch& batch) override;
-
- private:
-  double dropout_;
-  LayerNorm token_norm_{nullptr};
-  torch::Tensor token_in_weight_, token_in_bias_, token_out_weight_, token_out_bias_;
-  LayerNorm channel_norm_{nullptr};
-  Dense channel_in_{nullptr}, channel_out_{nullptr};
-};
-TORCH_MODULE(MixerBlock);
-
-// The constructor of the token-mixing MLP row of the arch table (model/arch.cc).
 std::shared_ptr<EncoderBlockImpl> MakeMixerBlock(const EncoderConfig& config);
 
 }  // namespace gmlp::model

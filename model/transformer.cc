@@ -9,6 +9,27 @@
 
 namespace gmlp::model {
 
+// The block of the arch-table row (its parameters: transformer.h).
+class TransformerBlockImpl : public EncoderBlockImpl {
+ public:
+  explicit TransformerBlockImpl(const EncoderConfig& config);
+  Residual forward(const Residual& in, const SeqBatch& batch) override;
+  // softmax(q k^T / sqrt(k) [+ ALiBi bias] + padding bias) v, heads concatenated, then
+  // attn_out. h_ND is the (already normalized, for pre-LN) block input. Under CPU bf16 autocast
+  // the part between the two projections is one kernel (attention_bf16.h).
+  torch::Tensor SelfAttention(const torch::Tensor& h_ND, const SeqBatch& batch);
+
+ private:
+  int64_t n_heads_;
+  double dropout_;
+  bool pre_ln_;
+  torch::Tensor alibi_slopes_H11_;  // (H, 1, 1); undefined for learned positions
+  Dense attn_qkv_{nullptr}, attn_out_{nullptr};
+  LayerNorm attn_norm_{nullptr};
+  Dense ffn_in_{nullptr}, ffn_out_{nullptr};
+  LayerNorm ffn_norm_{nullptr};
+};
+
 TransformerBlockImpl::TransformerBlockImpl(const EncoderConfig& config)
     : n_heads_(config.n_heads), dropout_(config.dropout), pre_ln_(config.pre_ln) {
   const int64_t d = config.d_model, f = config.d_ffn;
