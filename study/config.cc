@@ -39,14 +39,13 @@ int64_t DerivedSentenceBytes(int64_t max_len) {
 absl::Status CheckProbeFits(const StudyConfig& c, int64_t max_len, const std::string& subject) {
   const std::vector<uint64_t> shifts = ProbeShifts(c.tasks);
   if (!shifts.empty()) {
-    const int64_t need =
-        ShiftPairTokens(c.probe.segment_pieces,
-                        static_cast<int64_t>(*std::max_element(shifts.begin(), shifts.end())));
+    const int64_t need = ShiftPairTokens(c.probe.segment_pieces, c.probe.filler_pieces);
     if (need > max_len) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          subject, " is under the shift-k probe's ", need, " tokens (3 + 2 x ",
-          c.origins.Mention("probe_segment_pieces", c.probe.segment_pieces),
-          " + the largest k in tasks): raise it, or lower probe_segment_pieces or the shifts"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(subject, " is under the shift-k probe's ", need, " tokens (3 + 2 x ",
+                       c.origins.Mention("probe_segment_pieces", c.probe.segment_pieces), " + ",
+                       c.origins.Mention("probe_filler_pieces", c.probe.filler_pieces),
+                       "): raise it, or lower probe_segment_pieces or probe_filler_pieces"));
     }
   }
   if (!UsesProbe(c) || c.probe.max_sentence_bytes != 0 || DerivedSentenceBytes(max_len) != 0) {
@@ -181,6 +180,18 @@ absl::Status CheckData(const StudyConfig& c) {
   }
   if (c.probe.segment_pieces < 4 || c.probe.segment_pieces > kMaxSize) {
     return bad("probe_segment_pieces", c.probe.segment_pieces, " must be in [4, ", kMaxSize, "]");
+  }
+  if (c.probe.filler_pieces < 0 || c.probe.filler_pieces > kMaxProbeShift) {
+    return bad("probe_filler_pieces", c.probe.filler_pieces, " must be in [0, ", kMaxProbeShift,
+               "]");
+  }
+  const std::vector<uint64_t> shifts = ProbeShifts(c.tasks);
+  if (!shifts.empty()) {
+    const int64_t k = static_cast<int64_t>(*std::max_element(shifts.begin(), shifts.end()));
+    if (k > c.probe.filler_pieces) {
+      return bad("probe_filler_pieces", c.probe.filler_pieces, " is under the task probe-shift-", k,
+                 "'s ", k, " filler pieces before B: raise it to at least ", k);
+    }
   }
   return absl::OkStatus();
 }

@@ -234,7 +234,10 @@ struct StudyConfig {
           "0 = --max_len - 8");
     visit("probe_segment_pieces", self.probe.segment_pieces,
           "alignment probe, probe-shift-<k> tasks: both segments are exactly this many pieces "
-          "(3 + twice this + the largest k must fit in --max_len)");
+          "(3 + twice this + --probe_filler_pieces must fit in --max_len)");
+    visit("probe_filler_pieces", self.probe.filler_pieces,
+          "alignment probe, probe-shift-<k> tasks: one-piece filler words in segment 2, k "
+          "before B and the rest after (at least the largest k)");
     visit("probe_epochs", self.probe_epochs,
           "alignment probe: finetuning epochs on its tasks; 0 = --epochs");
     visit("probe_lr", self.probe_lr, "alignment probe: peak finetuning lr on its tasks; 0 = --lr");

@@ -218,7 +218,7 @@ class PieceCounter {
 struct PiecePair {
   std::string a, b;
   int64_t position = 0;
-  std::vector<std::string> filler;  // the largest shift's; version k takes the first k
+  std::vector<std::string> filler;  // F words: version k puts the first k before B, the rest after
 };
 
 // Builds the pair from `words` (cut to the words that fit in m pieces, then padded with
@@ -226,7 +226,7 @@ struct PiecePair {
 // word within its first m pieces, a prefix already used (`seen`), or a text whose pieces are not
 // the sum of its words' (the checks below make every kept pair exact by construction).
 absl::StatusOr<bool> MakePiecePair(const std::vector<std::string>& words, bool same, int64_t m,
-                                   int64_t max_shift, const std::vector<std::string>& one_piece,
+                                   int64_t filler_pieces, const std::vector<std::string>& one_piece,
                                    PieceCounter& pieces, std::set<std::string>* seen, Rng& rng,
                                    Rng& filler_rng, PiecePair* out) {
   std::vector<std::string> seg;
@@ -253,14 +253,14 @@ absl::StatusOr<bool> MakePiecePair(const std::vector<std::string>& words, bool s
   out->b = same ? out->a : absl::StrJoin(b, " ");
   out->position = pos;
   out->filler.clear();
-  for (int64_t k = 0; k < max_shift; ++k) {
+  for (int64_t k = 0; k < filler_pieces; ++k) {
     out->filler.push_back(one_piece[filler_rng.Uniform(one_piece.size())]);
   }
   GMLP_ASSIGN_OR_RETURN(const int64_t a_pieces, pieces.Text(out->a));
   GMLP_ASSIGN_OR_RETURN(const int64_t b_pieces,
                         pieces.Text(absl::StrCat(absl::StrJoin(out->filler, " "),
                                                  out->filler.empty() ? "" : " ", out->b)));
-  return a_pieces == m && b_pieces == m + max_shift;
+  return a_pieces == m && b_pieces == m + filler_pieces;
 }
 
 // The shift-k versions of every split, drawn from `order` (the slice's shuffled sentences).
@@ -282,8 +282,6 @@ absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
                      "; the shift-k versions need at least 3 (a larger --vocab_size, or lower "
                      "--min_word_count)"));
   }
-  const int64_t max_shift =
-      static_cast<int64_t>(*std::max_element(o.shifts.begin(), o.shifts.end()));
   std::set<std::string> seen;
   size_t cursor = 0;
   int64_t made = 0;
@@ -306,8 +304,9 @@ absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
         Rng rng(StreamSeed(o.seed, kPieceExampleSalt, draw));
         Rng filler(StreamSeed(o.seed, kPieceFillerSalt, draw));
         GMLP_ASSIGN_OR_RETURN(
-            const bool ok, MakePiecePair(c.sentences[order[cursor++]], same[i], o.segment_pieces,
-                                         max_shift, one_piece, pieces, &seen, rng, filler, &pair));
+            const bool ok,
+            MakePiecePair(c.sentences[order[cursor++]], same[i], o.segment_pieces, o.filler_pieces,
+                          one_piece, pieces, &seen, rng, filler, &pair));
         if (ok) break;
         ++data->skipped_sentences;
       }
@@ -316,8 +315,10 @@ absl::Status GenerateShiftVersions(const ProbeOptions& o, const Candidates& c,
         ProbeExample e;
         e.index = i;
         e.sentence1 = pair.a;
-        e.sentence2 = absl::StrJoin(pair.filler.begin(), pair.filler.begin() + k, " ");
-        absl::StrAppend(&e.sentence2, k == 0 ? "" : " ", pair.b);
+        std::vector<std::string> words(pair.filler.begin(), pair.filler.begin() + k);
+        words.push_back(pair.b);
+        words.insert(words.end(), pair.filler.begin() + k, pair.filler.end());
+        e.sentence2 = absl::StrJoin(words, " ");
         e.label = same[i] ? kSame : kReplaced;
         e.offset = static_cast<int64_t>(k);
         e.position = pair.position;
@@ -452,12 +453,21 @@ absl::Status ProbeOptions::Validate() const {
         return absl::InvalidArgumentError(absl::StrCat("probe: --shifts lists k = ", k, " twice"));
       }
     }
-    const int64_t need = ShiftPairTokens(segment_pieces, static_cast<int64_t>(*seen.rbegin()));
+    if (filler_pieces < 0 || filler_pieces > kMaxProbeShift) {
+      return absl::InvalidArgumentError(absl::StrCat("probe: --filler_pieces must be in [0, ",
+                                                     kMaxProbeShift, "], got ", filler_pieces));
+    }
+    if (static_cast<int64_t>(*seen.rbegin()) > filler_pieces) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "probe: --shifts: k = ", *seen.rbegin(), " is over --filler_pieces=", filler_pieces,
+          " (k of them go before B); raise --filler_pieces"));
+    }
+    const int64_t need = ShiftPairTokens(segment_pieces, filler_pieces);
     if (need > max_len) {
       return absl::InvalidArgumentError(absl::StrCat(
           "probe: 3 special tokens + 2 x --segment_pieces=", segment_pieces,
-          " + the largest shift ", *seen.rbegin(), " = ", need, " tokens, over --max_len=", max_len,
-          "; lower --segment_pieces or the shifts"));
+          " + --filler_pieces=", filler_pieces, " = ", need, " tokens, over --max_len=", max_len,
+          "; lower --segment_pieces or --filler_pieces"));
     }
   }
   if (min_word_count < 1) return absl::InvalidArgumentError("probe: --min_word_count must be >= 1");

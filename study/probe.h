@@ -19,10 +19,14 @@
 // pieces, so each version has one constant offset. A is cut to exactly segment_pieces (m)
 // pieces: the sentence's words while they fit, then one-piece filler words; u and v are
 // one-piece lowercase words replacing a one-piece lowercase word of the sentence, so A and B
-// are both m pieces, aligned piece by piece. Version k puts exactly k one-piece filler words
-// before B: B's piece j sits k + m + 1 tokens after A's piece j, for every pair. Every version
-// shares the sentences, positions, words and labels (version k's filler is the first k of one
-// draw per pair); these sentences are drawn apart from the aligned/shifted versions'.
+// are both m pieces, aligned piece by piece. Segment 2 of every version is B and the same
+// filler_pieces (F) one-piece filler words, one draw per pair: version k puts the first k
+// before B and the other F - k after it. So B's piece j sits k + m + 1 tokens after A's piece j,
+// for every pair, and the versions differ in nothing but that offset: the same words, the same
+// length (3 + 2m + F tokens), the same sentences, positions and labels. (With the filler before
+// B only, k = 0 had none: there a bag-of-words rule, "segment 2 has a word A lacks", solved the
+// task, and at k > 0 it did not.) These sentences are drawn apart from the aligned/shifted
+// versions'.
 // Deterministic from `seed` (SplitMix64 streams, no std:: distributions). Torch-free.
 #ifndef GMLP_STUDY_PROBE_H_
 #define GMLP_STUDY_PROBE_H_
@@ -63,6 +67,10 @@ struct ProbeOptions {
   // probe-shift-<k>; they need `tokenizer`, and 3 + 2 segment_pieces + the largest k <= max_len.
   std::vector<uint64_t> shifts;
   int64_t segment_pieces = 24;
+  // Filler pieces in every shift-k version's segment 2 (k before B, the rest after); at least
+  // the largest k. Fixed rather than the largest k so that adding a shift leaves the others'
+  // bytes as they were.
+  int64_t filler_pieces = 16;
   // Whether to write the aligned and shifted versions (offsets in words) too.
   bool word_versions = true;
   // Replacement and filler words: lowercase ASCII words of 2..12 letters seen at least this
@@ -94,6 +102,9 @@ struct ProbeOptions {
           "shift-k versions: comma-separated k, filler pieces before B (needs --tokenizer)");
     visit("segment_pieces", self.segment_pieces,
           "shift-k versions: A and B are exactly this many pieces");
+    visit("filler_pieces", self.filler_pieces,
+          "shift-k versions: one-piece filler words in segment 2, k before B and the rest after "
+          "(at least the largest k)");
     visit("word_versions", self.word_versions,
           "write the aligned and shifted versions (offsets in words) too");
     visit("min_word_count", self.min_word_count,
@@ -142,9 +153,9 @@ inline bool IsProbeShiftTask(const std::string& task) {
   const int64_t k = ProbeShiftOf(task);
   return k >= 0 && k <= kMaxProbeShift;
 }
-// Tokens of the longest shift-k pair: [CLS] A [SEP] filler B [SEP].
-inline int64_t ShiftPairTokens(int64_t segment_pieces, int64_t max_shift) {
-  return 3 + 2 * segment_pieces + max_shift;
+// Tokens of every shift-k pair: [CLS] A [SEP] filler B filler [SEP].
+inline int64_t ShiftPairTokens(int64_t segment_pieces, int64_t filler_pieces) {
+  return 3 + 2 * segment_pieces + filler_pieces;
 }
 
 // One generated pair (the aligned and shifted versions differ only in `offset`; the shift-k

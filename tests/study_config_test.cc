@@ -310,8 +310,19 @@ TEST(StudyConfigTest, ShiftProbeTasksAndTheirFit) {
   c.probe.segment_pieces = 60;
   EXPECT_EQ(std::string(c.Validate().message()),
             "--seq_len=128 is under the shift-k probe's 139 tokens (3 + 2 x "
-            "--probe_segment_pieces=60 + the largest k in tasks): raise it, or lower "
-            "probe_segment_pieces or the shifts");
+            "--probe_segment_pieces=60 + --probe_filler_pieces=16): raise it, or lower "
+            "probe_segment_pieces or probe_filler_pieces");
+  c.probe.segment_pieces = 24;
+  c.tasks = {"SST-2", "probe-shift-0", "probe-shift-20"};
+  EXPECT_EQ(std::string(c.Validate().message()),
+            "--probe_filler_pieces=16 is under the task probe-shift-20's 20 filler pieces "
+            "before B: raise it to at least 20");
+  c.probe.filler_pieces = 20;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();  // 3 + 2 x 24 + 20 = 71 <= 128
+  c.probe.filler_pieces = 65;
+  EXPECT_EQ(std::string(c.Validate().message()), "--probe_filler_pieces=65 must be in [0, 64]");
+  c.probe.filler_pieces = 16;
+  c.tasks = {"SST-2", "probe-shift-0", "probe-shift-16"};
   c.probe.segment_pieces = 3;
   EXPECT_EQ(std::string(c.Validate().message()),
             "--probe_segment_pieces=3 must be in [4, 1048576]");

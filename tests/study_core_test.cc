@@ -232,45 +232,49 @@ TEST_F(ProbeTest, ShiftVersionsCountOffsetsInPieces) {
   o.tokenizer = dir_ + "/spm.model";
   o.segment_pieces = 12;
   o.shifts = {0, 2, 5};
+  o.filler_pieces = 7;
   auto data = WriteProbe(o);
   ASSERT_TRUE(data.ok()) << data.status();
   EXPECT_GE(data->one_piece_words, 3);
   const int64_t m = o.segment_pieces;
+  const int64_t f = o.filler_pieces;
   std::set<std::string> sentences;
   for (const ProbeSplit& s : data->splits) {
     ASSERT_EQ(s.by_shift.size(), 3u);
-    const std::vector<ProbeExample>& widest = s.by_shift.at(5);
-    ASSERT_EQ(widest.size(), s.aligned.size()) << s.name;
+    const std::vector<ProbeExample>& aligned = s.by_shift.at(0);
+    ASSERT_EQ(aligned.size(), s.aligned.size()) << s.name;
     int64_t same = 0;
-    for (size_t i = 0; i < widest.size(); ++i) {
-      const ProbeExample& w = widest[i];
+    for (size_t i = 0; i < aligned.size(); ++i) {
+      const ProbeExample& w = aligned[i];
       same += w.label == "same";
       const std::vector<int32_t> a = pieces(w.sentence1);
-      const std::vector<int32_t> b5 = pieces(w.sentence2);
+      const std::vector<int32_t> b0 = pieces(w.sentence2);
       ASSERT_EQ(static_cast<int64_t>(a.size()), m) << w.sentence1;
-      ASSERT_EQ(static_cast<int64_t>(b5.size()), m + 5) << w.sentence2;
-      // B's pieces sit 5 after the filler, aligned with A's; they differ in exactly one piece
-      // where the label says "replaced".
+      ASSERT_EQ(static_cast<int64_t>(b0.size()), m + f) << w.sentence2;
+      // At k = 0 segment 2 is B, aligned with A piece by piece, then all F filler pieces; B
+      // differs from A in exactly one piece where the label says "replaced".
       int differing = 0;
-      for (int64_t j = 0; j < m; ++j) differing += a[j] != b5[5 + j];
+      for (int64_t j = 0; j < m; ++j) differing += a[j] != b0[j];
       EXPECT_EQ(differing, w.label == "same" ? 0 : 1) << w.sentence1 << " | " << w.sentence2;
       EXPECT_EQ(w.sentence1.find("prefixword"), std::string::npos) << "not from the holdout";
       sentences.insert(w.sentence1);
+      const std::vector<int32_t> filler(b0.begin() + m, b0.end());
       for (const auto& [k, version] : s.by_shift) {
         const ProbeExample& e = version[i];
-        // Every version: the same A, label and position; B after exactly k one-piece words, the
-        // first k of the widest version's.
+        // Every version: the same A, label, position, length and filler words; only B's offset
+        // differs: k filler pieces before it, the other F - k after it.
         EXPECT_EQ(e.offset, k);
         EXPECT_EQ(e.sentence1, w.sentence1);
         EXPECT_EQ(e.label, w.label);
         EXPECT_EQ(e.position, w.position);
         const std::vector<int32_t> b = pieces(e.sentence2);
-        ASSERT_EQ(static_cast<int64_t>(b.size()), m + k) << e.sentence2;
-        EXPECT_TRUE(std::equal(b.begin(), b.begin() + k, b5.begin())) << e.sentence2;
-        EXPECT_TRUE(std::equal(b.begin() + k, b.end(), b5.begin() + 5)) << e.sentence2;
+        ASSERT_EQ(static_cast<int64_t>(b.size()), m + f) << e.sentence2;
+        EXPECT_TRUE(std::equal(b.begin(), b.begin() + k, filler.begin())) << e.sentence2;
+        EXPECT_TRUE(std::equal(b.begin() + k, b.begin() + k + m, b0.begin())) << e.sentence2;
+        EXPECT_TRUE(std::equal(b.begin() + k + m, b.end(), filler.begin() + k)) << e.sentence2;
       }
     }
-    EXPECT_EQ(same, static_cast<int64_t>(widest.size() / 2)) << s.name;
+    EXPECT_EQ(same, static_cast<int64_t>(aligned.size() / 2)) << s.name;
   }
   EXPECT_EQ(sentences.size(), 70u) << "every pair comes from its own sentence";
   // Task specs named probe-shift-<k> that finetune reads.
@@ -309,19 +313,23 @@ TEST_F(ProbeTest, ShiftVersionsCountOffsetsInPieces) {
     std::vector<uint64_t> shifts;
     std::string tokenizer;
     int64_t segment_pieces;
+    int64_t filler_pieces;
     std::string expect;
   } bad[] = {
-      {{0, 4}, "", 12, "--shifts needs --tokenizer"},
-      {{0, 4, 4}, o.tokenizer, 12, "--shifts lists k = 4 twice"},
-      {{0, 65}, o.tokenizer, 12, "k = 65 is over 64"},
-      {{0, 16}, o.tokenizer, 60, "+ the largest shift 16 = 139 tokens, over --max_len=128"},
-      {{0, 1}, o.tokenizer, 3, "--segment_pieces must be >= 4"},
+      {{0, 4}, "", 12, 7, "--shifts needs --tokenizer"},
+      {{0, 4, 4}, o.tokenizer, 12, 7, "--shifts lists k = 4 twice"},
+      {{0, 65}, o.tokenizer, 12, 7, "k = 65 is over 64"},
+      {{0, 16}, o.tokenizer, 60, 16, "+ --filler_pieces=16 = 139 tokens, over --max_len=128"},
+      {{0, 8}, o.tokenizer, 12, 7, "k = 8 is over --filler_pieces=7"},
+      {{0, 4}, o.tokenizer, 12, 65, "--filler_pieces must be in [0, 64], got 65"},
+      {{0, 1}, o.tokenizer, 3, 7, "--segment_pieces must be >= 4"},
   };
   for (const auto& c : bad) {
     ProbeOptions b = o;
     b.shifts = c.shifts;
     b.tokenizer = c.tokenizer;
     b.segment_pieces = c.segment_pieces;
+    b.filler_pieces = c.filler_pieces;
     const absl::Status st = b.Validate();
     EXPECT_FALSE(st.ok()) << c.expect;
     EXPECT_NE(st.message().find(c.expect), std::string::npos) << st;
