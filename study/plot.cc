@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "model/arch.h"
+#include "study/probe.h"
 #include "study/results_table.h"
 #include "study/stats.h"
 
@@ -239,6 +240,81 @@ absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, double contex
       "cell)'\nset xlabel 'pretraining step'\nset ylabel 'masked-token cross-entropy (nats)'\n",
       "set key top right font ',8'\nset grid\nplot ", absl::StrJoin(plots, ", \\\n     "), "\n");
   return Render(dir, basename, body, 720, 440);
+}
+
+absl::Status WriteProbeShiftPlot(const std::vector<ResultRow>& rows, const std::string& dir,
+                                 const std::string& basename) {
+  // size -> series key -> k -> runs; a series is an encoder's control "none" or "scratch" runs,
+  // or the majority class.
+  struct Curve {
+    std::string encoder, control;
+    std::map<int64_t, SeedRuns> by_shift;
+  };
+  std::map<std::string, std::map<std::string, Curve>> sizes;
+  std::map<std::string, int64_t> size_params;  // orders the panels
+  std::set<int64_t> shifts;
+  for (const ResultRow& r : rows) {
+    const int64_t k = ProbeShiftOf(r.task);
+    if (!r.reported || k < 0 || r.control == "second_only") continue;
+    const bool majority = r.control == "majority";
+    // Majority rows carry no size: every panel gets them below.
+    Curve& c = sizes[majority ? "" : r.size][majority ? r.control : r.encoder + "/" + r.control];
+    c.encoder = r.encoder;
+    c.control = r.control;
+    AddSeedRow(r, &c.by_shift[k]);
+    shifts.insert(k);
+    if (!majority && r.params > 0) {
+      int64_t& p = size_params[r.size];
+      p = p == 0 ? r.params : std::min(p, r.params);
+    }
+  }
+  if (size_params.empty()) return absl::OkStatus();
+  GMLP_RETURN_IF_ERROR(MakeDirs(dir));
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [size, params] : size_params) order.emplace_back(params, size);
+  std::sort(order.begin(), order.end());
+  std::string panels;
+  for (const auto& [params, size] : order) {
+    std::map<std::string, Curve> curves = sizes[size];
+    for (const auto& [key, c] : sizes[""]) curves.emplace(key, c);
+    std::vector<std::string> plots;
+    for (auto& [key, c] : curves) {
+      std::string dat = "# k mean ci_lo ci_hi (points)\n";
+      for (auto& [k, runs] : c.by_shift) {
+        FinishSeedRuns(&runs);
+        const Interval ci = BootstrapContrast({{1.0, &runs}});
+        absl::StrAppend(&dat, k, " ", 100 * ci.estimate, " ", 100 * ci.lo, " ", 100 * ci.hi, "\n");
+      }
+      const std::string file =
+          absl::StrCat(basename, "_", Sanitize(size), "_", Sanitize(key), ".dat");
+      GMLP_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, file), dat));
+      if (c.control == "majority") {
+        plots.push_back(absl::StrCat("'", file,
+                                     "' using 1:2 with lines dt 2 lw 2 lc rgb '#888888' title "
+                                     "'majority class'"));
+        continue;
+      }
+      const bool scratch = c.control == "scratch";
+      plots.push_back(absl::StrCat("'", file, "' using 1:2:3:4 with yerrorlines lw 2 pt ",
+                                   scratch ? 6 : 7, " dt ", scratch ? 3 : 1, " lc rgb '",
+                                   EncoderColor(c.encoder), "' title '", EncoderLabel(c.encoder),
+                                   scratch ? " (from scratch)" : "", "'"));
+    }
+    absl::StrAppend(&panels, "set title '", size, "'\nplot ", absl::StrJoin(plots, ", \\\n     "),
+                    "\n");
+  }
+  std::vector<std::string> tics;
+  for (int64_t k : shifts) tics.push_back(absl::StrCat(k));
+  const int n = static_cast<int>(order.size());
+  const std::string body = absl::StrCat(
+      "set multiplot layout 1,", n,
+      " title 'Alignment probe: test accuracy vs k (mean over seeds; bars: 95% interval)'\n",
+      "set xrange [", *shifts.begin() - 0.5, ":", *shifts.rbegin() + 0.5, "]\nset xtics (",
+      absl::StrJoin(tics, ", "), ")\n",
+      "set xlabel 'k (filler pieces before B)'\nset ylabel 'test accuracy (points)'\n",
+      "set key bottom left samplen 2 font ',8'\nset grid\n",
+      "set offsets graph 0, graph 0, graph 0.15, graph 0.15\n", panels, "unset multiplot\n");
+  return Render(dir, basename, body, std::max(640, 520 * n), 420);
 }
 
 }  // namespace gmlp::study

@@ -4,7 +4,10 @@
 //     parameter axis labelled with the cells' counts (ParamsXTics), and the floors as horizontal
 //     lines (the majority class; the second-segment-only control on pair tasks);
 //   - learning curves: held-out MLM loss against pretraining step, one line per cell, and the
-//     context-free floor (data::ContextFreeMlmLoss) as a horizontal line when it is known.
+//     context-free floor (data::ContextFreeMlmLoss) as a horizontal line when it is known;
+//   - the probe's curve: test accuracy on the shift-k probe tasks against k, one panel per size,
+//     one line per encoder (pretrained solid, from scratch dashed in the same colour) with the
+//     same intervals, and the majority class as a floor.
 #ifndef GMLP_STUDY_PLOT_H_
 #define GMLP_STUDY_PLOT_H_
 
@@ -36,6 +39,14 @@ absl::Status WritePlot(const std::vector<ResultRow>& rows, const std::string& di
 // draws that floor.
 absl::Status WriteCurvesPlot(const std::vector<CellResult>& cells, double context_free_loss,
                              const std::string& dir, const std::string& basename);
+
+// The probe curve's basename in a study's output.
+inline constexpr char kProbeShiftPlot[] = "probe_vs_shift";
+
+// The probe's curve from results.csv's probe-shift-<k> rows (the reported split); writes nothing
+// and returns OK when there are none.
+absl::Status WriteProbeShiftPlot(const std::vector<ResultRow>& rows, const std::string& dir,
+                                 const std::string& basename);
 
 }  // namespace gmlp::study
 

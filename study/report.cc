@@ -19,6 +19,7 @@
 #include "finetune/metrics.h"
 #include "model/arch.h"
 #include "study/plot.h"
+#include "study/probe.h"
 #include "study/roles.h"
 #include "study/stats.h"
 #include "study/verdict.h"
@@ -333,7 +334,8 @@ std::vector<StageTiming> CellTimings(const std::vector<CellResult>& cells) {
 
 namespace {
 
-void AppendSetup(const ReportContext& context, const std::string& plot_basename, std::string* md) {
+void AppendSetup(const ReportContext& context, const std::string& plot_basename, bool probe_curve,
+                 std::string* md) {
   *md = "# Accuracy vs parameters: Transformer, gMLP, aMLP\n\n";
   absl::StrAppend(
       md,
@@ -354,6 +356,9 @@ void AppendSetup(const ReportContext& context, const std::string& plot_basename,
   }
   absl::StrAppend(md, "\n![accuracy vs parameters](", plot_basename, ".png)\n\n",
                   "![held-out MLM loss while pretraining](learning_curves.png)\n\n",
+                  probe_curve ? absl::StrCat("![alignment probe: accuracy vs shift](",
+                                             kProbeShiftPlot, ".png)\n\n")
+                              : "",
                   "Files: `results.csv` (every seed, control and majority row; per-seed "
                   "predictions under `cells/`), `summary.csv` (means and intervals), `cells.csv`, "
                   "`curves.csv`, the plots (gnuplot scripts under `plot/`).\n\n");
@@ -609,7 +614,10 @@ std::string ReportMarkdown(const std::vector<CellResult>& unsorted,
                            const std::string& plot_basename) {
   const std::vector<CellResult> cells = SortedCells(unsorted);
   std::string md;
-  AppendSetup(context, plot_basename, &md);
+  const bool probe_curve = std::any_of(rows.begin(), rows.end(), [](const ResultRow& r) {
+    return r.reported && ProbeShiftOf(r.task) >= 0;
+  });
+  AppendSetup(context, plot_basename, probe_curve, &md);
   AppendTimings(context, &md);
   AppendScores(GroupRows(rows), &md);
   AppendVerdicts(rows, context.baseline, &md);
@@ -635,8 +643,10 @@ absl::Status WriteStudyOutputs(const std::vector<CellResult>& cells, const Repor
   if (plot.ok()) {
     plot = WriteCurvesPlot(cells, context.curve_context_free_loss, plot_dir, "learning_curves");
   }
+  if (plot.ok()) plot = WriteProbeShiftPlot(rows, plot_dir, kProbeShiftPlot);
   if (plot.ok()) {
-    for (const std::string& name : {basename, std::string("learning_curves")}) {
+    for (const std::string& name :
+         {basename, std::string("learning_curves"), std::string(kProbeShiftPlot)}) {
       for (const char* ext : {".png", ".svg"}) {
         auto bytes = ReadFile(JoinPath(plot_dir, name + ext));
         if (bytes.ok()) {

@@ -201,6 +201,79 @@ TEST(StudyReportTest, PlotBarsAreTheSummaryIntervals) {
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+// The probe's curve (issue 39, item 3): one point per k per encoder, its bar the same interval
+// as everywhere else, from scratch dashed beside pretrained, the majority class in every panel;
+// nothing without shift-k rows.
+TEST(StudyReportTest, ProbeCurveIsAccuracyAgainstShift) {
+  std::vector<ResultRow> rows;
+  auto add = [&rows](const std::string& encoder, const std::string& control, int64_t k, int right) {
+    for (uint64_t seed : {1, 2}) {
+      ResultRow r;
+      r.encoder = encoder;
+      r.size = control == "majority" ? "" : "tiny";
+      r.params = control == "majority" ? 0 : 1000000;
+      r.task = absl::StrCat("probe-shift-", k);
+      r.kind = "probe";
+      r.split = "test";
+      r.seed = seed;
+      r.control = control;
+      r.correct.assign(100, 0);
+      for (int i = 0; i < right; ++i) r.correct[i * 100 / right] = 1;
+      r.value = right / 100.0;
+      r.n_examples = 100;
+      rows.push_back(r);
+    }
+  };
+  for (int64_t k : {0, 4, 16}) {
+    add("gmlp", "none", k, 90 - static_cast<int>(k));
+    add("gmlp", "scratch", k, 80);
+    add("transformer", "none", k, 70);
+    add("", "majority", k, 50);
+  }
+  char tmpl[] = "/tmp/gmlp_probe_plot_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const absl::Status plotted = WriteProbeShiftPlot(rows, dir, "pc");
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {  // the data files come first
+    EXPECT_TRUE(plotted.ok()) << plotted;
+    EXPECT_TRUE(ReadFile(JoinPath(dir, "pc.png")).ok());
+  }
+  auto dat = ReadFile(JoinPath(dir, "pc_tiny_gmlp_none.dat"));
+  ASSERT_TRUE(dat.ok()) << dat.status();
+  const std::vector<std::string> lines = Lines(*dat);
+  ASSERT_EQ(lines.size(), 4u) << *dat;
+  const int64_t ks[] = {0, 4, 16};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<std::string> f = absl::StrSplit(lines[i + 1], ' ');
+    ASSERT_EQ(f.size(), 4u) << lines[i + 1];
+    EXPECT_EQ(std::stoll(f[0]), ks[i]);
+    EXPECT_NEAR(std::stod(f[1]), 90 - ks[i], 1e-6);
+    EXPECT_LT(std::stod(f[2]), std::stod(f[1]));
+    EXPECT_GT(std::stod(f[3]), std::stod(f[1]));
+  }
+  for (const char* file :
+       {"pc_tiny_gmlp_scratch.dat", "pc_tiny_transformer_none.dat", "pc_tiny_majority.dat"}) {
+    EXPECT_TRUE(ReadFile(JoinPath(dir, file)).ok()) << file;
+  }
+  auto gp = ReadFile(JoinPath(dir, "pc.gp"));
+  ASSERT_TRUE(gp.ok()) << gp.status();
+  EXPECT_NE(gp->find("set title 'tiny'"), std::string::npos) << *gp;
+  EXPECT_NE(gp->find("dt 3 lc rgb '#009e73' title 'gMLP (from scratch)'"), std::string::npos)
+      << *gp;
+  EXPECT_NE(gp->find("set xtics (0, 4, 16)"), std::string::npos) << *gp;
+  EXPECT_NE(ReportMarkdown({}, rows, ReportContext(), "acc").find("(probe_vs_shift.png)"),
+            std::string::npos);
+
+  // No shift-k rows: nothing written, and no image named in the report.
+  for (ResultRow& r : rows) r.task = "probe-aligned";
+  const std::string none = JoinPath(dir, "none");
+  EXPECT_TRUE(WriteProbeShiftPlot(rows, none, "pc").ok());
+  EXPECT_FALSE(ReadFile(JoinPath(none, "pc.gp")).ok());
+  EXPECT_EQ(ReportMarkdown({}, rows, ReportContext(), "acc").find("probe_vs_shift"),
+            std::string::npos);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 // The issue's check: a synthetic results.csv with a known gap gives the known verdict in the
 // report (gMLP 10 points behind on the cross-sentence task, level on the single one).
 TEST(StudyReportTest, ReportVerdictsComeFromResultsCsv) {
