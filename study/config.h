@@ -109,10 +109,11 @@ struct StudyConfig {
   // the study's tokenizer; control "scratch"): what the architecture reads without pretraining.
   bool probe_scratch = false;
   // The alignment probe's settings (study/probe.h), of which the study exposes the sizes (pairs
-  // per version) and max_sentence_bytes as probe_* keys: two sentences and the filler must fit in
-  // finetune.max_len tokens with this tokenizer (the probe checks; a small vocabulary needs
-  // shorter ones); 0 = follows finetune.max_len (study::DefaultSentenceBytes: 120 at 128). The
-  // study sets the rest (corpus, output, holdout_fraction, tokenizer, max_len) when it runs.
+  // per version), max_sentence_bytes, segment_pieces and filler_pieces (the shift-k versions) as
+  // probe_* keys: two sentences and the filler must fit in finetune.max_len tokens with this
+  // tokenizer (the probe checks; a small vocabulary needs shorter ones); max_sentence_bytes 0 =
+  // follows finetune.max_len (study::DefaultSentenceBytes: 120 at 128). The study sets the rest
+  // (corpus, output, holdout_fraction, tokenizer, max_len) when it runs.
   ProbeOptions probe = [] {
     ProbeOptions o;
     o.train_examples = 1000;
@@ -121,7 +122,8 @@ struct StudyConfig {
     return o;
   }();
   // The probe tasks' finetuning epochs and peak lr; 0 = finetune's. Its pairs are probe_train_
-  // examples, beyond max_train_examples. The calibration (study/README.md) chose them.
+  // examples, beyond max_train_examples. Not calibrated yet: study/README.md has the runs so far
+  // (issue 39).
   int64_t probe_epochs = 0;
   double probe_lr = 0;
   std::vector<uint64_t> seeds = {1, 2, 3};
