@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -27,8 +26,8 @@
 #include "pretrain/dist.h"
 #include "pretrain/metrics.h"
 #include "pretrain/run.h"
+#include "pretrain/synthetic_loader.h"
 #include "pretrain/trainer.h"
-#include "tokenizer/tokenizer.h"
 
 ABSL_FLAG(std::string, kernels, "auto",
           "kernels/ops.h's policy: auto (gmlp's CPU kernels where they apply) | aten (ATen's ops "
@@ -54,36 +53,6 @@ ABSL_FLAG(bool, keep_freed_memory, true,
 
 namespace gmlp::pretrain {
 namespace {
-
-// The same masked batch forever: the benchmark times the step, not the data.
-class FixedLoader : public data::MlmLoader {
- public:
-  FixedLoader(int64_t vocab, int64_t n, int64_t batch, int rank) {
-    std::mt19937_64 rng(100 + rank);
-    batch_.batch_size = batch;
-    batch_.seq_len = n;
-    batch_.input_ids.resize(batch * n);
-    for (int64_t i = 0; i < batch * n; ++i) {
-      const int32_t id = static_cast<int32_t>(5 + rng() % (vocab - 5));
-      batch_.input_ids[i] = id;
-      if (rng() % 10000 < 1500) {
-        batch_.masked_index.push_back(i);
-        batch_.masked_labels.push_back(id);
-        batch_.input_ids[i] = tokenizer::kMaskId;
-      }
-    }
-  }
-  absl::StatusOr<data::MlmBatch> Next() override { return batch_; }
-  data::LoaderState state() const override { return {}; }
-  absl::Status Restore(const data::LoaderState&) override { return absl::OkStatus(); }
-  int64_t batches_per_epoch() const override { return 1 << 30; }
-  int64_t vocab_size() const override { return 0; }
-  int64_t seq_len() const override { return batch_.seq_len; }
-  int64_t num_sequences() const override { return batch_.batch_size; }
-
- private:
-  data::MlmBatch batch_;
-};
 
 int Main() {
   if (absl::GetFlag(FLAGS_keep_freed_memory)) KeepFreedMemoryInProcess();
@@ -114,7 +83,8 @@ int Main() {
   model::MlmModel mlm(*config);
   const torch::Device device = TrainingDevice(*env);  // a GPU per rank on a CUDA build
   mlm->to(device);
-  FixedLoader loader(config->vocab_size, config->max_seq_len, batch, env->rank);
+  // The same masked batch forever: the benchmark times the step, not the data.
+  SyntheticMlmLoader loader(config->vocab_size, config->max_seq_len, batch, 100 + env->rank);
   TrainerOptions o;
   o.config.out_dir = "/tmp/gmlp_pretrain_bench_unused";
   o.config.micro_batch = batch;

@@ -306,9 +306,19 @@ absl::StatusOr<TaskScore> FinetuneTask(const StudyConfig& config, const StudyDat
   return score;
 }
 
-// The (task, control) runs of a cell: every task, plus the second-segment-only control of every
-// pair task for the baseline when controls are on, and every probe task from scratch with
-// probe_scratch.
+bool Covers(const std::vector<std::pair<std::string, std::string>>& runs, const CellResult& r) {
+  for (const auto& [task, control] : runs) {
+    bool found = false;
+    for (const TaskScore& s : r.scores) {
+      found |= absl::EqualsIgnoreCase(s.task, task) && s.control == control;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& config,
                                                           const CellSpec& cell) {
   std::vector<std::pair<std::string, std::string>> runs;
@@ -329,18 +339,6 @@ std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& con
 }
 
 // A finished cell (cell.json) is reused as long as it covers the runs asked for now.
-bool Covers(const std::vector<std::pair<std::string, std::string>>& runs, const CellResult& r) {
-  for (const auto& [task, control] : runs) {
-    bool found = false;
-    for (const TaskScore& s : r.scores) {
-      found |= absl::EqualsIgnoreCase(s.task, task) && s.control == control;
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 absl::StatusOr<std::optional<CellResult>> FinishedCell(const StudyConfig& config,
                                                        const CellSpec& cell) {

@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "finetune/finetune.h"
@@ -29,6 +31,12 @@ absl::StatusOr<finetune::FinetuneJob> CellTaskJob(const StudyConfig& config, con
                                                   const std::string& task_name,
                                                   const std::string& control,
                                                   const std::string& cell_dir);
+
+// The (task, control) runs of a cell: every task ("none"), plus the second-segment-only control
+// ("second_only") of every pair task for the baseline when controls are on, and every probe task
+// from scratch ("scratch") with probe_scratch.
+std::vector<std::pair<std::string, std::string>> CellRuns(const StudyConfig& config,
+                                                          const CellSpec& cell);
 
 // Runs (or reuses) one cell: pretraining, perplexity, finetuning; then writes cell.json.
 // `where` names the cell in progress lines ("cell 2/6 gmlp-tiny").

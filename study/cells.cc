@@ -102,7 +102,9 @@ absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c) {
   // Every cell is checked before any work starts (the study's own keys bound what it sets).
   for (const CellSpec& cell : cells) {
     absl::Status st = cell.pretrain.model.Validate();
-    if (st.ok()) st = cell.pretrain.train.Validate();
+    pretrain::TrainConfig train = cell.pretrain.train;
+    train.steps = std::max<int64_t>(train.steps, 1);  // 0: sized by --budget later
+    if (st.ok()) st = train.Validate();
     if (!st.ok()) return CellError(c, cell.name, cell.arch, cell.size, st);
   }
   return cells;

@@ -26,7 +26,8 @@ struct CellSpec {
 };
 
 // Every cell of the study, each checked (model and training settings) before any work starts;
-// an impossible cell is named with the settings that made it.
+// an impossible cell is named with the settings that made it. With pretrain_steps 0 (not sized
+// by --budget yet) the cells' steps are 0 too.
 absl::StatusOr<std::vector<CellSpec>> Cells(const StudyConfig& c);
 
 // <output>/cells/<cell name>.

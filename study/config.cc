@@ -145,7 +145,17 @@ absl::Status CheckPretraining(const StudyConfig& c) {
       }
     }
   }
-  if (c.pretraining.steps < 1) return bad("pretrain_steps", c.pretraining.steps, " must be >= 1");
+  if (c.pretraining.steps < 0) {
+    return bad("pretrain_steps", c.pretraining.steps, " must be >= 1, or 0 (sized by --budget)");
+  }
+  if (!(c.budget_minutes >= 0) || c.budget_minutes > 1e6) {
+    return bad("budget", c.budget_minutes, " must be minutes in [0, 1e6]");
+  }
+  if (c.pretraining.steps == 0 && c.budget_minutes == 0) {
+    return bad("pretrain_steps", c.pretraining.steps,
+               " sizes pretraining by --budget, which is 0: give --budget=MINUTES or "
+               "--pretrain_steps=N");
+  }
   if (c.pretraining.global_batch < 1 || c.pretraining.global_batch > kMaxSize) {
     return bad("pretrain_batch", c.pretraining.global_batch, " must be in [1, ", kMaxSize,
                "] (2^20)");
@@ -347,7 +357,7 @@ nlohmann::json Fingerprint(nlohmann::json j) {
   // pretrain_lr_by_size is checked per cell (study.cc: CheckCellLearningRates).
   for (const char* k : {"output", "archs", "sizes", "sgu_variants", "tasks", "data_dir", "controls",
                         "probe_scratch", "amlp_attn_sizes", "transformer_positions", "timings",
-                        "pretrain_lr_by_size", "made_by"}) {
+                        "pretrain_lr_by_size", "made_by", "budget"}) {
     j.erase(k);
   }
   return j;

@@ -81,9 +81,10 @@ struct StudyConfig {
   //   without it runs bf16 matmuls 20-90x slower than fp32.
   // - kernels: kernels/ops.h's policy (and finetune.kernels; `--kernels` sets both).
   // - eval_batches: validation batches (of pretrain_batch) for the perplexity table too.
+  // - steps 0 (the default): sized by budget_minutes (study/budget.h), the same for every cell.
   gmlp::pretrain::TrainConfig pretraining = [] {
     gmlp::pretrain::TrainConfig o;
-    o.steps = 1300;
+    o.steps = 0;
     o.global_batch = o.micro_batch = 32;
     o.lr = 2e-3;
     o.warmup_steps = 100;
@@ -99,9 +100,15 @@ struct StudyConfig {
   // Wider models want a lower lr (study/README.md, "Why these defaults"). Each cell checks the lr
   // its pretraining recorded, so changing an entry affects only that size's cells.
   std::vector<std::string> pretrain_lr_by_size = {};
+  // The wall-clock minutes the whole study should take on this machine, when pretraining.steps
+  // is 0: after the data stages the study times each cell's pretraining step, estimates its
+  // finetuning, and gives every cell the steps that fill most of the budget (study/budget.h).
+  // A resumed study keeps the steps it recorded.
+  double budget_minutes = 60;
   int64_t curve_points = 8;  // held-out MLM loss measured this many times while pretraining
 
-  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "probe-aligned", "probe-shifted"};
+  // SICK: the cross-sentence task this scale judged in the long run; MNLI-like did not.
+  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK", "probe-aligned", "probe-shifted"};
   // Second-segment-only runs of the baseline on every pair task (the hypothesis-only control):
   // a cross-sentence comparison is judged only where the baseline beats it (study/verdict.h).
   bool controls = true;
@@ -199,7 +206,12 @@ struct StudyConfig {
   // Each cell's pretraining and its held-out evaluation.
   template <typename Self, typename Visit>
   static void ForEachPretrainField(Self& self, Visit& visit) {
-    visit("pretrain_steps", self.pretraining.steps, "pretraining steps per cell");
+    visit("budget", self.budget_minutes,
+          "minutes the study should take on this machine: with --pretrain_steps=0, pretraining "
+          "gets the steps per cell that fill most of it after the measured data stages and the "
+          "estimated finetuning");
+    visit("pretrain_steps", self.pretraining.steps,
+          "pretraining steps per cell; 0 = as many as --budget allows");
     visit("pretrain_batch", self.pretraining.global_batch, "sequences per pretraining step");
     visit("pretrain_lr", self.pretraining.lr, "peak pretraining learning rate");
     visit("pretrain_lr_by_size", self.pretrain_lr_by_size,

@@ -23,8 +23,9 @@ constexpr char kUsage[] =
     "(1..--max_shift filler words first). Writes <output>/{aligned,shifted}/{train,dev,test}.tsv "
     "and task.json, and <output>/probe.json. With --shifts=0,1,2,4,8,16 and --tokenizer, also "
     "the shift-k versions in <output>/shift-<k>/ (task probe-shift-<k>): both segments exactly "
-    "--segment_pieces pieces, segment 2 after exactly k one-piece filler words. The same flags "
-    "give the same bytes.";
+    "--segment_pieces pieces, segment 2 the second segment and --filler_pieces one-piece filler "
+    "words, k of them before it and the rest after (every version the same length). The same "
+    "flags give the same bytes.";
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "data/manifest.h"
 #include "model/arch.h"
 #include "model/provenance.h"
+#include "study/budget.h"
 #include "study/cell_run.h"
 #include "study/cells.h"
 #include "study/data_stages.h"
@@ -34,13 +35,19 @@ nlohmann::json WithProvenance(nlohmann::json j) {
   return j;
 }
 
+std::string StudyJson(const StudyConfig& config) { return JoinPath(config.output, "study.json"); }
+
+// Writes study.json: the settings, and the gmlp, LibTorch and machine that ran them.
+absl::Status RecordSettings(const StudyConfig& config) {
+  return WriteFileAtomic(StudyJson(config), WithProvenance(config.ToJson()).dump(2) + "\n");
+}
+
 // A study directory resumes only with the settings it was started with, and its cells only with
 // the lr they were pretrained at; then writes study.json.
 absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector<CellSpec>& cells) {
   GMLP_RETURN_IF_ERROR(CheckCellLearningRates(config, cells));
-  const std::string study_json = JoinPath(config.output, "study.json");
-  if (PathExists(study_json)) {
-    GMLP_ASSIGN_OR_RETURN(nlohmann::json old_json, ReadJsonFile(study_json, kRedo));
+  if (PathExists(StudyJson(config))) {
+    GMLP_ASSIGN_OR_RETURN(nlohmann::json old_json, ReadJsonFile(StudyJson(config), kRedo));
     const std::string diff = SettingsChanges(old_json, config);
     if (!diff.empty()) {
       return absl::FailedPreconditionError(
@@ -48,7 +55,40 @@ absl::Status CheckAndRecordSettings(const StudyConfig& config, const std::vector
                        " ). Resume it with the same flags, or use a new --output"));
     }
   }
-  return WriteFileAtomic(study_json, WithProvenance(config.ToJson()).dump(2) + "\n");
+  return RecordSettings(config);
+}
+
+// A study sized by --budget (pretrain_steps 0) resumes with the steps its study.json recorded
+// once they were sized; and the plan of budget.json when it sized these steps (for the report).
+absl::StatusOr<std::optional<BudgetPlan>> RecordedBudget(StudyConfig* config) {
+  if (config->pretraining.steps == 0 && PathExists(StudyJson(*config))) {
+    GMLP_ASSIGN_OR_RETURN(const nlohmann::json recorded, ReadJsonFile(StudyJson(*config), kRedo));
+    config->pretraining.steps = recorded.value("pretrain_steps", int64_t{0});
+  }
+  const std::string file = BudgetFile(*config);
+  if (config->pretraining.steps == 0 || !PathExists(file)) return std::nullopt;
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json j, ReadJsonFile(file, kRedo));
+  GMLP_ASSIGN_OR_RETURN(BudgetPlan plan, BudgetPlan::FromJson(j, file));
+  if (plan.steps != config->pretraining.steps) return std::nullopt;
+  return plan;
+}
+
+// Sizes the pretraining of a study with pretrain_steps 0 by its budget, after the data stages:
+// writes budget.json and records the steps in study.json.
+absl::StatusOr<BudgetPlan> SizePretraining(StudyConfig* config, const StudyData& data,
+                                           std::vector<CellSpec>* cells, const Progress& progress) {
+  GMLP_ASSIGN_OR_RETURN(const data::Manifest manifest,
+                        data::ReadManifest(JoinPath(data.shard_dir, data::kManifestFile)));
+  GMLP_ASSIGN_OR_RETURN(BudgetPlan plan,
+                        PlanBudget(*config, *cells, manifest.vocab_size, manifest.seq_len,
+                                   progress.Seconds(), progress));
+  nlohmann::json j = plan.ToJson();
+  j[model::kMadeByKey] = nlohmann::json::parse(model::Provenance().dump());
+  GMLP_RETURN_IF_ERROR(WriteFileAtomic(BudgetFile(*config), j.dump(2) + "\n"));
+  config->pretraining.steps = plan.steps;
+  GMLP_ASSIGN_OR_RETURN(*cells, Cells(*config));
+  GMLP_RETURN_IF_ERROR(RecordSettings(*config));
+  return plan;
 }
 
 // study.json's "timings": each stage's wall time, work and share of the total (not part of the
@@ -208,26 +248,34 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
 
 absl::StatusOr<std::string> RunStudy(const StudyConfig& given) {
   GMLP_RETURN_IF_ERROR(given.Validate());
-  GMLP_ASSIGN_OR_RETURN(const StudyConfig config, given.WithDerivedDefaults());
+  GMLP_ASSIGN_OR_RETURN(StudyConfig config, given.WithDerivedDefaults());
   GMLP_RETURN_IF_ERROR(config.Validate());
-  GMLP_ASSIGN_OR_RETURN(const std::vector<CellSpec> cells, Cells(config));
+  GMLP_ASSIGN_OR_RETURN(std::optional<BudgetPlan> plan, RecordedBudget(&config));
+  GMLP_ASSIGN_OR_RETURN(std::vector<CellSpec> cells, Cells(config));
   Progress progress;
   GMLP_RETURN_IF_ERROR(MakeDirs(config.output));
   GMLP_RETURN_IF_ERROR(CheckAndRecordSettings(config, cells));
   StageLog log(JoinPath(JoinPath(config.output, "data"), "stages.json"));
   GMLP_ASSIGN_OR_RETURN(const StudyData data, PrepareData(config, progress, &log));
+  if (config.pretraining.steps == 0) {
+    GMLP_ASSIGN_OR_RETURN(plan, SizePretraining(&config, data, &cells, progress));
+  }
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
     const std::string where = absl::StrCat("cell ", i + 1, "/", cells.size(), " ", cells[i].name);
     GMLP_ASSIGN_OR_RETURN(CellResult r, RunCell(config, data, cells[i], where, progress));
     results.push_back(std::move(r));
   }
-  return WriteReport(config, data, cells, results, log, progress, {}, progress.Seconds());
+  std::vector<std::string> notes;
+  if (plan.has_value()) notes = BudgetNotes(*plan, progress.Seconds());
+  return WriteReport(config, data, cells, results, log, progress, std::move(notes),
+                     progress.Seconds());
 }
 
 absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& given) {
   GMLP_RETURN_IF_ERROR(given.Validate());
-  GMLP_ASSIGN_OR_RETURN(const StudyConfig config, given.WithDerivedDefaults());
+  GMLP_ASSIGN_OR_RETURN(StudyConfig config, given.WithDerivedDefaults());
+  GMLP_ASSIGN_OR_RETURN(const std::optional<BudgetPlan> plan, RecordedBudget(&config));
   Progress progress;
   if (!PathExists(JoinPath(config.output, "study.json"))) {
     return absl::NotFoundError(absl::StrCat(config.output,
@@ -261,6 +309,11 @@ absl::StatusOr<std::string> ReportStudySoFar(const StudyConfig& given) {
                                  cells.size(),
                                  " cells have finished; not yet: ", absl::StrJoin(missing, ", "),
                                  ". Every number below is from the finished cells alone."));
+  }
+  if (plan.has_value()) {
+    for (std::string& note : BudgetNotes(*plan, /*study_seconds=*/0)) {
+      notes.push_back(std::move(note));
+    }
   }
   progress(absl::StrCat("report of ", results.size(), " of ", cells.size(), " finished cells"));
   // This invocation ran nothing: the report leaves out its wall time.
