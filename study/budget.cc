@@ -208,8 +208,8 @@ absl::StatusOr<BudgetPlan> PlanBudget(const StudyConfig& config, const std::vect
   GMLP_ASSIGN_OR_RETURN(plan.steps,
                         StepsWithinBudget(plan.budget_seconds, spent_seconds, plan.cells));
   progress(absl::StrFormat(
-      "budget: %g min: %d pretraining steps per cell (%.2fM tokens), about %.0f min of "
-      "pretraining and %.0f of finetuning after %.1f min of data stages",
+      "budget: %g min: %d pretraining steps per cell (%.2fM tokens), about %.1f min of "
+      "pretraining and %.1f of finetuning after %.1f min of data stages",
       config.budget_minutes, plan.steps, plan.tokens_per_cell() / 1e6,
       Minutes(plan.pretrain_seconds()), Minutes(plan.finetune_seconds()), Minutes(spent_seconds)));
   return plan;

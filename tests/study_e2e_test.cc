@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -75,6 +76,7 @@ class EndToEndTest : public ::testing::Test {
   }
 
   void StudyWritesCsvReportAndPlot();
+  void StudySizedByBudget();
   void StudyResumesWithoutRedoingFinishedCells();
   void StudyExportResumesElsewhere();
   void StudyExportContinuesUnfinishedCell();
@@ -149,6 +151,48 @@ void EndToEndTest::StudyWritesCsvReportAndPlot() {
       EXPECT_GT(*size, 1000) << f;
     }
   }
+}
+
+// `--pretrain_steps=0 --budget=0.5`: one cell on the smoke study's tokenizer and shards (so no
+// data stages), its steps sized by timing it on this machine; the plan is recorded and reported.
+void EndToEndTest::StudySizedByBudget() {
+  StudyConfig c = *config_;
+  c.output = JoinPath(*dir_, "budget");
+  c.tokenizer = JoinPath(config_->output, "data/tokenizer.model");
+  c.shards = JoinPath(config_->output, "data/shards");
+  c.archs = {"gmlp"};
+  c.tasks = {"SST-2"};
+  c.seeds = {1};
+  c.pretraining.steps = 0;
+  c.budget_minutes = 0.5;
+  const auto start = std::chrono::steady_clock::now();
+  auto report = RunStudy(c);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(report.ok()) << report.status();
+  auto plan = ReadFile(JoinPath(c.output, "budget.json"));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const nlohmann::json j = nlohmann::json::parse(*plan);
+  const int64_t steps = j["steps"];
+  EXPECT_GT(steps, 0);
+  EXPECT_TRUE(j.contains("made_by"));
+  ASSERT_EQ(j["cells"].size(), 1u);
+  EXPECT_GT(j["cells"][0]["step_seconds"].get<double>(), 0);
+  // The study and its one cell ran those steps.
+  auto study_json = ReadFile(JoinPath(c.output, "study.json"));
+  ASSERT_TRUE(study_json.ok());
+  EXPECT_EQ(nlohmann::json::parse(*study_json)["pretrain_steps"], steps);
+  auto cell_config = ReadFile(JoinPath(c.output, "cells/gmlp-tiny/pretrain/config.json"));
+  ASSERT_TRUE(cell_config.ok());
+  EXPECT_EQ(nlohmann::json::parse(*cell_config)["steps"], steps);
+  auto md = ReadFile(*report);
+  ASSERT_TRUE(md.ok());
+  EXPECT_NE(md->find(absl::StrCat("Budget (`--budget=0.5`, minutes)")), std::string::npos) << *md;
+  EXPECT_NE(md->find(absl::StrCat("The plan gave each cell ", steps, " steps")), std::string::npos)
+      << *md;
+  // Not a speed test: a plan off by a large factor (steps mis-sized) would show here. The plan
+  // fills 90% of the 30 s; the bound leaves room for a loaded machine.
+  EXPECT_LT(seconds, 4 * 30) << "planned " << steps << " steps";
 }
 
 void EndToEndTest::StudyResumesWithoutRedoingFinishedCells() {
@@ -537,6 +581,10 @@ TEST_F(EndToEndTest, StudyFinetunePredict) {
   {
     SCOPED_TRACE("study outputs");
     StudyWritesCsvReportAndPlot();
+  }
+  {
+    SCOPED_TRACE("study sized by --budget");
+    StudySizedByBudget();
   }
   {
     SCOPED_TRACE("finetune + predict, single sentence");
