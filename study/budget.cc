@@ -119,16 +119,18 @@ absl::StatusOr<int64_t> StepsWithinBudget(double budget_seconds, double spent_se
 absl::StatusOr<int64_t> FinetuneExamples(const StudyConfig& config, const CellSpec& cell) {
   int64_t total = 0;
   for (const auto& [task, control] : CellRuns(config, cell)) {
-    const bool probe = IsProbeTask(task);
-    const int64_t examples = probe ? config.probe.train_examples : config.max_train_examples;
+    // The job the cell runs (its epochs and seeds); no file is read.
+    GMLP_ASSIGN_OR_RETURN(const finetune::FinetuneJob job,
+                          CellTaskJob(config, StudyData{}, task, control, cell.name));
+    // A probe task trains on its probe_train_examples pairs, all there are.
+    const int64_t examples =
+        IsProbeTask(task) ? config.probe.train_examples : job.max_train_examples;
     if (examples <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--budget needs --max_train_examples > 0 to estimate finetuning (task ", task,
           " would train on all its examples); set it, or give --pretrain_steps"));
     }
-    const int64_t epochs =
-        probe && config.probe_epochs > 0 ? config.probe_epochs : config.finetune.epochs;
-    total += examples * epochs * static_cast<int64_t>(config.seeds.size());
+    total += examples * job.options.epochs * static_cast<int64_t>(job.seeds.size());
   }
   return total;
 }
