@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (Debian's clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer; installs clang and its runtime when missing) in build-fuzz/ and runs
-# each for FUZZ_SECONDS (default 30) from its committed seed corpus. New inputs libFuzzer finds go
-# to a scratch copy, never into the tree. Any crash, leak, sanitizer report or hang (an input
-# over 10 s) fails the script and leaves the input in build-fuzz/findings/<target>/.
+# each for FUZZ_RUNS inputs (default 200000) from its committed seed corpus, with libFuzzer's seed
+# FUZZ_SEED (default 1). A count, not a time: a fixed seed and count try the same inputs in the
+# same order on every machine, so a finding in CI is found again here, however fast either is (a
+# 30 s budget let a faster CI machine reach a crash that the runs here had stopped short of).
+# FUZZ_SECONDS (default 600) caps each target's time and says so when it stops it. New inputs
+# libFuzzer finds go to a scratch copy, never into the tree. Any crash, leak, sanitizer report or
+# hang (an input over 10 s) fails the script and leaves the input in build-fuzz/findings/<target>/.
 #
-#   bash scripts/fuzz.sh                 every target, 30 s each
-#   FUZZ_SECONDS=300 FUZZ_SEED=0 bash scripts/fuzz.sh manifest shard
-#                                        longer, chosen targets, a random seed (CI uses seed 1,
-#                                        so its runs explore the same inputs in the same order)
+#   bash scripts/fuzz.sh                 every target, 200000 inputs each
+#   FUZZ_RUNS=2000000 FUZZ_SEED=0 bash scripts/fuzz.sh manifest shard
+#                                        more inputs, chosen targets, a random seed
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_EACH=${FUZZ_SECONDS:-30}
+RUNS_EACH=${FUZZ_RUNS:-200000}
+SECONDS_CAP=${FUZZ_SECONDS:-600}
 source scripts/packages.sh
 install_missing_packages clang libclang-rt-14-dev libzstd-dev
 cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
@@ -32,10 +36,14 @@ for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t" "build-fuzz/findings/$t"
   cp tests/fuzz/corpus/"$t"/* "$scratch/$t/"
   log=build-fuzz/findings/$t/log.txt
-  if build-fuzz/"${t}"_fuzz "$scratch/$t" -max_total_time="$SECONDS_EACH" -seed="${FUZZ_SEED:-1}" -timeout=10 \
-       -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  start=$SECONDS
+  if build-fuzz/"${t}"_fuzz "$scratch/$t" -runs="$RUNS_EACH" -max_total_time="$SECONDS_CAP" \
+       -seed="${FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="build-fuzz/findings/$t/" >"$log" 2>&1; then
-    echo "fuzz: $t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') inputs in ${SECONDS_EACH} s, no finding"
+    ran=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+    capped=""
+    if ((ran < RUNS_EACH)); then capped=" (stopped by the ${SECONDS_CAP} s cap, short of $RUNS_EACH)"; fi
+    echo "fuzz: $t: $ran inputs in $((SECONDS - start)) s$capped, no finding"
     passed=$((passed + 1))
   else
     echo "fuzz: $t: FINDING (input and report in build-fuzz/findings/$t/):"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the libFuzzer targets of the input parsers (scripts/fuzz.sh, 30 s each; they
-# are torch-free, so only the default build runs them), then GoogleTest through ctest against the
-# build in $BUILD_DIR (default build/). ctest's summary is the last thing printed.
+# Runs every test: the libFuzzer targets of the input parsers (scripts/fuzz.sh, 200,000 inputs
+# each; they are torch-free, so only the default build runs them), then GoogleTest through ctest
+# against the build in $BUILD_DIR (default build/). ctest's summary is the last thing printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}

@@ -222,6 +222,12 @@ class CorpusReaderImpl : public CorpusReader {
       return absl::InvalidArgumentError(absl::StrCat(
           where(), "not a JSON object: syntax error at byte ", e.byte, " of the line", how,
           "; fix or remove the line, or pass --format=text to read the file as plain text"));
+    } catch (const nlohmann::json::exception& e) {
+      // A number beyond a double's range (out_of_range.406) is not a parse_error.
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), "not a JSON object: ", e.what(), how,
+                       "; fix or remove the line, or pass --format=text to read the file as "
+                       "plain text"));
     }
     if (const size_t nul = NulAfterJson(line_); nul != std::string::npos) {
       return absl::InvalidArgumentError(
