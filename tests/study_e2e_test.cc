@@ -460,7 +460,8 @@ void EndToEndTest::StudyAddsShiftProbeVersions() {
   StudyConfig more = *config_;
   more.tasks.push_back("probe-shift-0");
   more.tasks.push_back("probe-shift-8");
-  more.probe_scratch = true;  // not a setting of any cell's numbers: the study resumes
+  more.probe_scratch = true;     // not a setting of any cell's numbers: the study resumes
+  more.archs.push_back("fnet");  // a new cell: FNet, the parameter-free mixing baseline
   const std::string probe = JoinPath(more.output, "data/probe");
   const auto aligned_before = ReadFile(JoinPath(probe, "aligned/train.tsv"));
   ASSERT_TRUE(aligned_before.ok());
@@ -470,10 +471,10 @@ void EndToEndTest::StudyAddsShiftProbeVersions() {
   for (const char* version : {"shift-0", "shift-8"}) {
     EXPECT_TRUE(PathExists(JoinPath(probe, absl::StrCat(version, "/task.json")))) << version;
   }
-  // 3 cells x 6 tasks x 2 seeds, the baseline's controls on 5 pair tasks x 2 seeds, 3 cells x 4
+  // 4 cells x 6 tasks x 2 seeds, the baseline's controls on 5 pair tasks x 2 seeds, 4 cells x 4
   // probe tasks x 2 seeds from scratch, 6 majority rows, the header.
   EXPECT_EQ(Lines(JoinPath(more.output, "results.csv")).size(),
-            3u * 6 * 2 + 5 * 2 + 3 * 4 * 2 + 6 + 1);
+            4u * 6 * 2 + 5 * 2 + 4 * 4 * 2 + 6 + 1);
   const std::string scratch = JoinPath(more.output, "cells/gmlp-tiny/ft/probe-shift-8-scratch");
   auto scratch_results = ReadFile(JoinPath(scratch, "results.json"));
   ASSERT_TRUE(scratch_results.ok()) << scratch;
@@ -482,6 +483,15 @@ void EndToEndTest::StudyAddsShiftProbeVersions() {
   ASSERT_TRUE(md.ok());
   EXPECT_NE(md->find("| tiny | probe-shift-8 | test | gmlp |"), std::string::npos) << *md;
   EXPECT_NE(md->find("gMLP-tiny *(from scratch)*"), std::string::npos) << *md;
+  // FNet's rows and its curve on the probe, pretrained and from scratch.
+  EXPECT_NE(md->find("| tiny | probe-shift-8 | test | fnet |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("FNet-tiny *(from scratch)*"), std::string::npos) << *md;
+  for (const char* series : {"fnet_none", "fnet_scratch"}) {
+    const std::string dat =
+        JoinPath(more.output, absl::StrCat("plot/probe_vs_shift_tiny_", series, ".dat"));
+    ASSERT_TRUE(PathExists(dat)) << dat;
+    EXPECT_EQ(Lines(dat).size(), 3u) << dat;  // the header, k = 0 and k = 8
+  }
   EXPECT_NE(md->find("**tiny, probe_slope** (gMLP's probe accuracy falls"), std::string::npos)
       << *md;
   EXPECT_NE(md->find("the shift-k versions' segments are exactly 24 pieces"), std::string::npos)
