@@ -65,6 +65,18 @@ bool ParseUintList(absl::string_view text, std::vector<uint64_t>* out) {
   return true;
 }
 
+// A comma-separated list of numbers; empty text is the empty list.
+bool ParseDoubleList(absl::string_view text, std::vector<double>* out) {
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    double v = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v)) return false;
+    values.push_back(v);
+  }
+  *out = std::move(values);
+  return true;
+}
+
 std::string PrintDouble(double value) {
   char buf[64];
   for (int precision = 6; precision <= 17; ++precision) {
@@ -91,6 +103,8 @@ bool FlagCodec<T>::Parse(absl::string_view text, T* out) {
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     *out = absl::StrSplit(text, ',', absl::SkipWhitespace());
     return true;
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    return ParseDoubleList(text, out);
   } else {
     return ParseUintList(text, out);
   }
@@ -106,6 +120,9 @@ std::string FlagCodec<T>::Print(const T& value) {
     return PrintDouble(value);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return value;
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    return absl::StrJoin(value, ",",
+                         [](std::string* out, double v) { absl::StrAppend(out, PrintDouble(v)); });
   } else {
     return absl::StrJoin(value, ",");
   }
@@ -120,6 +137,7 @@ template struct FlagCodec<double>;
 template struct FlagCodec<std::string>;
 template struct FlagCodec<std::vector<std::string>>;
 template struct FlagCodec<std::vector<uint64_t>>;
+template struct FlagCodec<std::vector<double>>;
 
 FlagSet::FlagSet(std::string subcommand, std::string usage)
     : subcommand_(std::move(subcommand)), usage_(std::move(usage)) {}

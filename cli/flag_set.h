@@ -23,12 +23,13 @@
 namespace gmlp::cli {
 
 // The field types a flag can be bound to: bool, int32_t, int64_t, uint64_t, double,
-// std::string and comma-separated lists of strings or uint64_t.
+// std::string and comma-separated lists of strings, uint64_t or double.
 template <typename T>
 inline constexpr bool kIsFlagType =
     std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
     std::is_same_v<T, uint64_t> || std::is_same_v<T, double> || std::is_same_v<T, std::string> ||
-    std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<uint64_t>>;
+    std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<uint64_t>> ||
+    std::is_same_v<T, std::vector<double>>;
 
 // How a field type reads from and prints to the command line (defined in flag_set.cc for each
 // kIsFlagType). Print of a double gives the shortest text that reads back exactly.

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -277,6 +278,7 @@ nlohmann::json ResultsJson(const FinetuneJob& job, const TaskSpec& task,
                         {"encoder", config.ToJson()},
                         {"num_params", model::CountParameters(config).total},
                         {"options", job.options.ToJson()},
+                        {"lr_grid", job.lr_grid},
                         {"max_train_examples", job.max_train_examples},
                         {"select_from_train", job.select_from_train},
                         {"second_segment_only", job.second_segment_only},
@@ -489,19 +491,42 @@ absl::StatusOr<SeedRun> ReusedSeed(const TaskSpec& task, uint64_t seed,
   return run;
 }
 
-// Trains one seed (its epochs logged as they end), then writes its eval predictions and, for a
-// job that resumes by seed, its result.json.
+// The peak lrs a seed trains at: job.lr_grid, or options.lr alone.
+std::vector<double> SeedLrs(const FinetuneJob& job) {
+  return job.lr_grid.empty() ? std::vector<double>{job.options.lr} : job.lr_grid;
+}
+
+// Trains one seed at each of its lrs and keeps the run that scores highest on the selection
+// split (the first on a tie; its epochs logged as they end when there is one lr), then writes its
+// eval predictions and, for a job that resumes by seed, its result.json.
 absl::StatusOr<SeedRun> TrainSeed(const FinetuneJob& job, const TaskSpec& task,
                                   const EncoderSource& encoder, const TaskData& data, uint64_t seed,
                                   SeedEvents& events) {
   const std::string seed_dir = SeedPredictionsDir(job.output, seed);
   const auto t0 = std::chrono::steady_clock::now();
-  GMLP_ASSIGN_OR_RETURN(
-      SeedRun run,
-      FinetuneSeed(task, encoder.make, data.train, data.evals, data.tests, job.options, seed,
-                   [&](const EpochResult& er) {
-                     return events.Log(seed, {{"epochs", nlohmann::json::array({er.ToJson()})}});
-                   }));
+  const std::vector<double> lrs = SeedLrs(job);
+  std::optional<SeedRun> best;
+  std::vector<std::pair<double, double>> scores;
+  for (double lr : lrs) {
+    FinetuneOptions options = job.options;
+    options.lr = lr;
+    if (lrs.size() > 1) {
+      std::fprintf(stderr, "finetune %s seed %llu: lr %g\n", task.name.c_str(),
+                   static_cast<unsigned long long>(seed), lr);
+    }
+    GMLP_ASSIGN_OR_RETURN(
+        SeedRun run,
+        FinetuneSeed(task, encoder.make, data.train, data.evals, data.tests, options, seed,
+                     [&](const EpochResult& er) {
+                       if (lrs.size() > 1) return absl::OkStatus();
+                       return events.Log(seed, {{"epochs", nlohmann::json::array({er.ToJson()})}});
+                     }));
+    run.result.lr = lr;
+    scores.emplace_back(lr, run.result.selection_score);
+    if (!best || run.result.selection_score > best->result.selection_score) best = std::move(run);
+  }
+  SeedRun run = *std::move(best);
+  if (lrs.size() > 1) run.result.lr_scores = std::move(scores);
   run.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   GMLP_RETURN_IF_ERROR(WriteEvalPredictions(task, data, run.result, seed_dir));
   if (job.resume_seeds) {
@@ -535,6 +560,12 @@ absl::Status WriteBestSeed(const FinetuneJob& job, const TaskSpec& task, const T
 
 absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
   GMLP_RETURN_IF_ERROR(given.options.Validate());
+  for (double lr : given.lr_grid) {
+    if (!(lr > 0 && lr <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lr_grid: ", lr, " must be in (0, 1], like --lr"));
+    }
+  }
   kernels::SetPolicy(*kernels::ParsePolicy(given.options.kernels));
   GMLP_ASSIGN_OR_RETURN(TaskSpec task, ResolveTask(given));
   if (given.output.empty()) {
@@ -562,7 +593,7 @@ absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
     GMLP_ASSIGN_OR_RETURN(SeedRun run, reuse ? ReusedSeed(task, seed, seed_json)
                                              : TrainSeed(job, task, encoder, data, seed, events));
     nlohmann::json logged = run.result.ToJson();
-    if (!reuse) logged.erase("epochs");  // logged as they ended
+    if (!reuse && SeedLrs(job).size() == 1) logged.erase("epochs");  // logged as they ended
     GMLP_RETURN_IF_ERROR(events.Log(seed, logged));
     result.seeds.push_back(run.result);
     result.seeds.back().predictions.clear();

@@ -76,6 +76,12 @@ nlohmann::json SeedResult::ToJson() const {
                       {"selection_score", selection_score},
                       {"best", best},
                       {"seconds", seconds}};
+  if (lr > 0) j["lr"] = lr;
+  if (!lr_scores.empty()) {
+    j["lr_scores"] = nlohmann::json::array();
+    for (const auto& [l, score] : lr_scores)
+      j["lr_scores"].push_back({{"lr", l}, {"score", score}});
+  }
   j["epochs"] = nlohmann::json::array();
   for (const EpochResult& e : epochs) j["epochs"].push_back(e.ToJson());
   return j;
@@ -88,6 +94,10 @@ absl::StatusOr<SeedResult> SeedResult::FromJson(const nlohmann::json& j) {
     r.best_epoch = j.value("best_epoch", int64_t{0});
     r.selection_score = j.value("selection_score", 0.0);
     r.seconds = j.value("seconds", 0.0);
+    r.lr = j.value("lr", 0.0);
+    for (const nlohmann::json& e : j.value("lr_scores", nlohmann::json::array())) {
+      r.lr_scores.emplace_back(e.at("lr").get<double>(), e.at("score").get<double>());
+    }
     r.best = j.at("best").get<SplitMetrics>();
     for (const nlohmann::json& e : j.value("epochs", nlohmann::json::array())) {
       r.epochs.push_back({e.at("epoch").get<int64_t>(), e.at("train_loss").get<double>(),

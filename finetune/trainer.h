@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,7 +51,11 @@ struct SeedResult {
   std::vector<EpochResult> epochs;
   SplitMetrics best;  // every eval split's metrics at the best epoch
   std::map<std::string, SplitPredictions> predictions;  // eval and predict splits, best epoch
-  double seconds = 0;    // wall time of the seed's training and evaluation
+  double seconds = 0;  // wall time of the seed's training and evaluation (every lr tried)
+  double lr = 0;       // the peak lr it trained at (0: a result from before it was recorded)
+  // With FinetuneJob::lr_grid: each lr tried and its best epoch's selection score, in grid order;
+  // the result is the best of them.
+  std::vector<std::pair<double, double>> lr_scores;
   bool resumed = false;  // read back from an earlier run (FinetuneJob::resume_seeds); not saved
   nlohmann::json ToJson() const;  // without the predictions
   static absl::StatusOr<SeedResult> FromJson(const nlohmann::json& j);

@@ -130,7 +130,8 @@ absl::StatusOr<int64_t> FinetuneExamples(const StudyConfig& config, const CellSp
           "--budget needs --max_train_examples > 0 to estimate finetuning (task ", task,
           " would train on all its examples); set it, or give --pretrain_steps"));
     }
-    total += examples * job.options.epochs * static_cast<int64_t>(job.seeds.size());
+    const int64_t lrs = std::max<int64_t>(1, static_cast<int64_t>(job.lr_grid.size()));
+    total += examples * job.options.epochs * static_cast<int64_t>(job.seeds.size()) * lrs;
   }
   return total;
 }

@@ -250,6 +250,7 @@ absl::StatusOr<finetune::FinetuneJob> CellTaskJob(const StudyConfig& config, con
   job.eval_splits = {task.report_split};  // besides the selection split
   job.options = config.finetune;
   job.options.log_every = 0;
+  job.lr_grid = config.lr_grid;
   if (IsProbeTask(task.name)) {  // its own size, epochs and lr (the calibration's)
     // All of its probe_train_examples pairs (a study with fewer than max_train_examples of
     // them trains on the same rows as before this rule).
@@ -257,7 +258,10 @@ absl::StatusOr<finetune::FinetuneJob> CellTaskJob(const StudyConfig& config, con
       job.max_train_examples = std::max(job.max_train_examples, config.probe.train_examples);
     }
     if (config.probe_epochs > 0) job.options.epochs = config.probe_epochs;
-    if (config.probe_lr > 0) job.options.lr = config.probe_lr;
+    if (config.probe_lr > 0) {
+      job.options.lr = config.probe_lr;
+      job.lr_grid.clear();
+    }
   }
   return job;
 }

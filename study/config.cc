@@ -226,6 +226,11 @@ absl::Status StudyConfig::Validate() const {
   if (probe_epochs < 0 || probe_epochs > 1000) {
     return Bad(*this, "probe_epochs", probe_epochs, " must be in [0, 1000] (0 = --epochs)");
   }
+  for (double lr : lr_grid) {
+    if (!(lr > 0 && lr <= 1)) {
+      return Bad(*this, "lr_grid", lr_grid, " holds ", lr, "; each lr must be in (0, 1]");
+    }
+  }
   if (!(probe_lr >= 0 && probe_lr <= 1)) {
     return Bad(*this, "probe_lr", probe_lr, " must be in [0, 1] (0 = --lr)");
   }
@@ -302,6 +307,12 @@ absl::Status StudyConfig::MergeJson(const nlohmann::json& j, const std::string& 
   origins.SetAll(j, origin);
   if (j.contains("finetune"))
     finetune_origins.SetAll(j.at("finetune"), absl::StrCat(origin, " \"finetune\""));
+  // A finetuning lr without a grid is that lr alone (also every study.json from before the grid).
+  if (!j.contains("lr_grid") && j.contains("finetune") && j.at("finetune").is_object() &&
+      j.at("finetune").contains("lr")) {
+    lr_grid.clear();
+    origins.Set("lr_grid", origin);
+  }
   return absl::OkStatus();
 }
 
@@ -340,6 +351,8 @@ nlohmann::json WithDerivedJson(nlohmann::json j) {
 std::string SettingsChanges(const nlohmann::json& recorded, const StudyConfig& now) {
   nlohmann::json old = Fingerprint(StudyConfig().ToJson());
   old.merge_patch(Fingerprint(recorded));  // recursive: "finetune" too
+  // Studies recorded before the grid finetuned at their lr alone.
+  if (!recorded.contains("lr_grid")) old["lr_grid"] = nlohmann::json::array();
   old = WithDerivedJson(std::move(old));
   const nlohmann::json current = WithDerivedJson(Fingerprint(now.ToJson()));
   std::string diff;

@@ -134,6 +134,11 @@ struct StudyConfig {
   int64_t probe_epochs = 0;
   double probe_lr = 0;
   std::vector<uint64_t> seeds = {1, 2, 3};
+  // Peak finetuning lrs each seed tries, keeping the run its selection split scores best
+  // (FinetuneJob::lr_grid), so each encoder finetunes at its own lr; empty = finetune.lr alone.
+  // A --lr (or a settings file's "finetune" lr) without an lr_grid empties it: that lr alone.
+  // The grid doubles finetuning's cost. Why these two: study/README.md.
+  std::vector<double> lr_grid = {1e-3, 3e-3};
   int64_t max_train_examples = 1000;  // per task, a fixed random subset; 0 = all
   int64_t max_eval_examples = 0;      // per eval split, the first N; 0 = all (full splits)
   // finetune.max_len 0 (the default) follows seq_len, or the shards' seq_len with `shards`
@@ -256,6 +261,10 @@ struct StudyConfig {
           "alignment probe: finetuning epochs on its tasks; 0 = --epochs");
     visit("probe_lr", self.probe_lr, "alignment probe: peak finetuning lr on its tasks; 0 = --lr");
     visit("seeds", self.seeds, "comma-separated finetuning seeds, one run each per task");
+    visit("lr_grid", self.lr_grid,
+          "comma-separated peak finetuning lrs: each seed trains at every one and keeps the run "
+          "its selection split scores best (the probe's tasks: --probe_lr alone when set); "
+          "empty = --lr alone, as is --lr given without --lr_grid");
     visit("max_train_examples", self.max_train_examples,
           "> 0: finetune on a fixed random subset of this many examples per task (the probe's "
           "tasks: at least --probe_train_examples)");

@@ -148,8 +148,12 @@ nlohmann::ordered_json Settings(const StudyConfig& config, const StudyData& data
            config.pretrain_lr_by_size.empty() ? " (the same recipe for every cell)"
                                               : " (the same recipe for every encoder of a size)")},
       {"finetuning",
-       absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size, ", lr ",
-                    config.finetune.lr, ", max_len ", config.finetune.max_len,
+       absl::StrCat(config.finetune.epochs, " epochs, batch ", config.finetune.batch_size,
+                    config.lr_grid.empty() ? absl::StrCat(", lr ", config.finetune.lr)
+                                           : absl::StrCat(", lr chosen per seed from ",
+                                                          absl::StrJoin(config.lr_grid, ", "),
+                                                          " on the selection split"),
+                    ", max_len ", config.finetune.max_len,
                     config.finetune.bf16 ? ", bf16 autocast" : ", fp32", ", train subset ",
                     config.max_train_examples, ", eval subset ", config.max_eval_examples,
                     " (0 = all); tasks without a second labelled split select the epoch on "

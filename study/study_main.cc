@@ -105,6 +105,8 @@ int StudyMain(int argc, char** argv) {
       if (flags.Given(name)) c.finetune_origins.SetByFlag(name);
     });
   }
+  // --lr without --lr_grid: that lr alone.
+  if (flags.Given("lr") && !flags.Given("lr_grid")) c.lr_grid.clear();
   auto report = report_only ? study::ReportStudySoFar(c) : study::RunStudy(c);
   if (!report.ok()) return Fail(argv[0], report.status());
   std::printf("study: report at %s\n", report->c_str());

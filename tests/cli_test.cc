@@ -37,6 +37,7 @@ TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
   bool resume = false, bf16 = true;
   std::string out = "runs";
   std::vector<uint64_t> seeds = {1};
+  std::vector<double> grid = {1e-3, 3e-3}, none = {1.0};
   FlagSet flags("test", "usage");
   flags.Add("steps", &steps, "steps");
   flags.Add("lr", &lr, "lr");
@@ -44,8 +45,11 @@ TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
   flags.Add("bf16", &bf16, "bf16");
   flags.Add("out", &out, "out");
   flags.Add("seeds", &seeds, "seeds");
-  std::vector<std::string> args = {"test",     "--steps", "5",        "-lr=0.5",
-                                   "--resume", "pos",     "--nobf16", "--seeds=3,4"};
+  flags.Add("grid", &grid, "grid");
+  flags.Add("none", &none, "none");
+  std::vector<std::string> args = {
+      "test", "--steps",  "5",           "-lr=0.5",           "--resume",
+      "pos",  "--nobf16", "--seeds=3,4", "--grid=2e-4, 0.01", "--none="};
   std::vector<char*> argv = Argv(args);
   auto parsed = flags.Parse(static_cast<int>(argv.size()), argv.data());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -56,6 +60,8 @@ TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
   EXPECT_TRUE(resume);
   EXPECT_FALSE(bf16);
   EXPECT_EQ(seeds, (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(grid, (std::vector<double>{2e-4, 0.01}));
+  EXPECT_TRUE(none.empty());
   EXPECT_TRUE(flags.Given("steps"));
   EXPECT_TRUE(flags.Given("bf16"));
   EXPECT_FALSE(flags.Given("out"));
@@ -69,6 +75,11 @@ TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
   const std::string help = flags.Help();
   EXPECT_NE(help.find("--lr (lr); default: 0.001;"), std::string::npos) << help;
   EXPECT_NE(help.find("--out (out); default: runs;"), std::string::npos) << help;
+  EXPECT_NE(help.find("--grid (grid); default: 0.001,0.003;"), std::string::npos) << help;
+  // A list of numbers takes nothing else.
+  std::vector<std::string> bad = {"test", "--grid=1e-3,x"};
+  std::vector<char*> bad_argv = Argv(bad);
+  EXPECT_FALSE(flags.Parse(static_cast<int>(bad_argv.size()), bad_argv.data()).ok());
 }
 
 TEST(FlagSetTest, RejectsUnknownFlagsAndBadValues) {

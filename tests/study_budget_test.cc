@@ -74,6 +74,7 @@ TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
   StudyConfig c;
   c.tasks = {"SST-2", "MNLI-like", "probe-aligned"};
   c.seeds = {1, 2, 3};
+  c.lr_grid = {};  // one lr: each run once
   c.max_train_examples = 1000;
   c.finetune.epochs = 3;
   c.probe.train_examples = 2000;
@@ -90,6 +91,13 @@ TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
   EXPECT_EQ(*FinetuneExamples(c, cells->back()), per_cell);
   c.probe_scratch = true;  // and every encoder the probe from scratch
   EXPECT_EQ(*FinetuneExamples(c, cells->back()), per_cell + 3 * 2000 * 5);
+  // The default lr grid (two lrs) runs each of them twice, except the probe's tasks when they
+  // have a probe_lr of their own.
+  c.lr_grid = {1e-3, 3e-3};
+  EXPECT_EQ(*FinetuneExamples(c, cells->back()), 2 * (per_cell + 3 * 2000 * 5));
+  c.probe_lr = 3e-4;
+  EXPECT_EQ(*FinetuneExamples(c, cells->back()), 2 * 3 * (1000 * 3 + 1000 * 3) + 2 * 3 * 2000 * 5);
+  c.probe_lr = 0;
 
   c.max_train_examples = 0;  // all of each task's examples: no estimate
   auto all = FinetuneExamples(c, cells->back());

@@ -448,6 +448,7 @@ TEST(StudyConfigTest, ProbeTasksFinetuneWithTheirOwnEpochsLrAndPairs) {
   EXPECT_EQ(probe.options.lr, 3e-4);
   EXPECT_EQ(probe.max_train_examples, 32000);
   EXPECT_EQ(probe.options.batch_size, c.finetune.batch_size);  // the rest is finetune's
+  EXPECT_TRUE(probe.lr_grid.empty());                          // its own lr alone
   EXPECT_FALSE(probe.reinit);
   const finetune::FinetuneJob scratch = job("probe-shift-16", "scratch");
   EXPECT_TRUE(scratch.reinit);
@@ -456,6 +457,8 @@ TEST(StudyConfigTest, ProbeTasksFinetuneWithTheirOwnEpochsLrAndPairs) {
   const finetune::FinetuneJob sst = job("SST-2", "none");
   EXPECT_EQ(sst.options.epochs, c.finetune.epochs);
   EXPECT_EQ(sst.options.lr, c.finetune.lr);
+  EXPECT_EQ(sst.lr_grid, (std::vector<double>{1e-3, 3e-3}));  // the study's default grid
+  EXPECT_EQ(unset.lr_grid, sst.lr_grid);                      // the probe without a probe_lr
   EXPECT_EQ(sst.max_train_examples, 1000);
   c.max_train_examples = 0;  // all: the probe too
   EXPECT_EQ(job("probe-aligned", "none").max_train_examples, 0);
@@ -467,6 +470,38 @@ TEST(StudyConfigTest, ProbeTasksFinetuneWithTheirOwnEpochsLrAndPairs) {
   c.probe_lr = 2;
   EXPECT_EQ(c.Validate().ToString(),
             "INVALID_ARGUMENT: --probe_lr=2.0 must be in [0, 1] (0 = --lr)");
+  c.probe_lr = 0;
+  c.lr_grid = {1e-3, 0};
+  EXPECT_EQ(c.Validate().ToString(),
+            "INVALID_ARGUMENT: --lr_grid=0.001,0.0 holds 0; each lr must be in (0, 1]");
+}
+
+// The finetuning lr grid: a settings file's lr without a grid is that lr alone (as every
+// study.json from before the grid is), and such a recording resumes only without a grid.
+TEST(StudyConfigTest, AnLrWithoutAGridIsThatLrAlone) {
+  StudyConfig c;
+  ASSERT_EQ(c.lr_grid, (std::vector<double>{1e-3, 3e-3}));
+  ASSERT_TRUE(c.MergeJson(nlohmann::json::parse(R"({"finetune": {"lr": 3e-4}})"), "f.json").ok());
+  EXPECT_TRUE(c.lr_grid.empty());
+  EXPECT_EQ(c.finetune.lr, 3e-4);
+  StudyConfig both;
+  ASSERT_TRUE(both.MergeJson(nlohmann::json::parse(
+                                 R"({"finetune": {"lr": 3e-4}, "lr_grid": [1e-4, 3e-4]})"),
+                             "f.json")
+                  .ok());
+  EXPECT_EQ(both.lr_grid, (std::vector<double>{1e-4, 3e-4}));
+  StudyConfig epochs_only;  // no lr: the grid stays
+  ASSERT_TRUE(
+      epochs_only.MergeJson(nlohmann::json::parse(R"({"finetune": {"epochs": 5}})"), "f").ok());
+  EXPECT_EQ(epochs_only.lr_grid, StudyConfig().lr_grid);
+
+  // A study recorded before the grid ran one lr: resuming it with the default grid is a change.
+  StudyConfig now;
+  nlohmann::json recorded = now.ToJson();
+  recorded.erase("lr_grid");
+  EXPECT_EQ(SettingsChanges(recorded, now), " lr_grid: [] -> [0.001,0.003];");
+  now.lr_grid.clear();
+  EXPECT_EQ(SettingsChanges(recorded, now), "");
 }
 
 }  // namespace

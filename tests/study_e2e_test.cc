@@ -505,6 +505,8 @@ void EndToEndTest::FinetuneThenPredict() {
   job.init = JoinPath(config_->output, "cells/gmlp-tiny/pretrain");
   job.output = JoinPath(*dir_, "ft-sst2");
   job.seeds = {3, 4};
+  // Each seed trains at both lrs and keeps the better on dev (the selection split here).
+  job.lr_grid = {1e-2, 1e-3};
   job.max_train_examples = 64;
   job.max_eval_examples = 50;
   job.options.epochs = 1;
@@ -514,6 +516,27 @@ void EndToEndTest::FinetuneThenPredict() {
   auto res = RunFinetune(job);
   ASSERT_TRUE(res.ok()) << res.status();
   EXPECT_EQ(res->seeds.size(), 2u);
+  for (const SeedResult& s : res->seeds) {
+    ASSERT_EQ(s.lr_scores.size(), 2u);
+    EXPECT_EQ(s.lr_scores[0].first, 1e-2);
+    EXPECT_EQ(s.lr_scores[1].first, 1e-3);
+    const auto kept =
+        s.lr_scores[0].second >= s.lr_scores[1].second ? s.lr_scores[0] : s.lr_scores[1];
+    EXPECT_EQ(s.lr, kept.first) << s.seed;
+    EXPECT_EQ(s.selection_score, kept.second) << s.seed;
+    EXPECT_EQ(s.best.at("dev").at("accuracy"), kept.second) << s.seed;
+  }
+  {
+    auto results = ReadFile(JoinPath(job.output, "results.json"));
+    ASSERT_TRUE(results.ok());
+    const nlohmann::json j = nlohmann::json::parse(*results);
+    EXPECT_EQ(j["lr_grid"], nlohmann::json({1e-2, 1e-3}));
+    EXPECT_EQ(j["seeds"][0]["lr_scores"].size(), 2u);
+    auto back = FinetuneResult::FromJson(j);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->seeds[1].lr, res->seeds[1].lr);
+    EXPECT_EQ(back->seeds[1].lr_scores, res->seeds[1].lr_scores);
+  }
   EXPECT_TRUE(res->Summary()["dev"]["accuracy"].contains("median"));
   EXPECT_TRUE(res->majority_class_accuracy.count("dev"));
   EXPECT_TRUE(PathExists(JoinPath(job.output, "results.json")));
