@@ -288,8 +288,9 @@ PatternVerdict ProbeSlope(const SizeView& s, const std::string& a, const std::st
   if (shifts.size() < 2) {
     p.reason = absl::StrCat("needs the Transformer on at least two shifts; has ", shifts.size());
   } else if (!unread.empty()) {
-    p.reason = absl::StrCat("the Transformer does not clear the floors at shift k = ",
-                            absl::StrJoin(unread, ", "), " (the probe is not calibrated)");
+    p.reason = absl::StrCat(
+        "the Transformer does not clear the floors at shift k = ", absl::StrJoin(unread, ", "),
+        " (the probe is not calibrated; study/README.md has the calibration runs)");
   } else if (!missing.empty()) {
     p.reason = absl::StrCat("no runs of ", absl::StrJoin(missing, ", "));
   } else {
