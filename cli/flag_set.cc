@@ -52,27 +52,17 @@ bool ParseBool(absl::string_view text, bool* out) {
   return false;
 }
 
-// A non-empty comma-separated list of unsigned integers.
-bool ParseUintList(absl::string_view text, std::vector<uint64_t>* out) {
-  std::vector<uint64_t> values;
+// A comma-separated list of numbers, each as FlagCodec<T> reads one. Empty text is the empty list
+// where `allow_empty` (an unset --lr_grid), an error where a flag needs at least one (--seeds).
+template <typename T>
+bool ParseNumberList(absl::string_view text, bool allow_empty, std::vector<T>* out) {
+  std::vector<T> values;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    uint64_t v = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &v)) return false;
+    T v{};
+    if (!FlagCodec<T>::Parse(part, &v)) return false;
     values.push_back(v);
   }
-  if (values.empty()) return false;
-  *out = std::move(values);
-  return true;
-}
-
-// A comma-separated list of numbers; empty text is the empty list.
-bool ParseDoubleList(absl::string_view text, std::vector<double>* out) {
-  std::vector<double> values;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
-    double v = 0;
-    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(part), &v)) return false;
-    values.push_back(v);
-  }
+  if (values.empty() && !allow_empty) return false;
   *out = std::move(values);
   return true;
 }
@@ -104,9 +94,9 @@ bool FlagCodec<T>::Parse(absl::string_view text, T* out) {
     *out = absl::StrSplit(text, ',', absl::SkipWhitespace());
     return true;
   } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-    return ParseDoubleList(text, out);
+    return ParseNumberList<double>(text, /*allow_empty=*/true, out);
   } else {
-    return ParseUintList(text, out);
+    return ParseNumberList<uint64_t>(text, /*allow_empty=*/false, out);
   }
 }
 

@@ -561,7 +561,7 @@ absl::Status WriteBestSeed(const FinetuneJob& job, const TaskSpec& task, const T
 absl::StatusOr<FinetuneResult> RunFinetune(const FinetuneJob& given) {
   GMLP_RETURN_IF_ERROR(given.options.Validate());
   for (double lr : given.lr_grid) {
-    if (!(lr > 0 && lr <= 1)) {
+    if (!IsValidLr(lr)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--lr_grid: ", lr, " must be in (0, 1], like --lr"));
     }

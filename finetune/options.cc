@@ -10,7 +10,7 @@ absl::Status FinetuneOptions::Validate(const KeyOrigins& origins) const {
   auto bad = [&origins](const char* key, const nlohmann::json& value, auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat(origins.Subject(key, value), parts...));
   };
-  if (!(lr > 0 && lr <= 1)) return bad("lr", lr, " must be in (0, 1]");
+  if (!IsValidLr(lr)) return bad("lr", lr, " must be in (0, 1]");
   if (batch_size < 1) return bad("batch_size", batch_size, " must be >= 1");
   if (epochs < 1) return bad("epochs", epochs, " must be >= 1");
   if (!(warmup >= 0 && warmup <= 1)) {

@@ -13,6 +13,9 @@
 
 namespace gmlp::finetune {
 
+// A peak learning rate finetuning accepts (--lr, each of --lr_grid): in (0, 1].
+inline bool IsValidLr(double lr) { return lr > 0 && lr <= 1; }
+
 struct FinetuneOptions {
   double lr = 1e-4;  // peak learning rate
   int64_t batch_size = 32;

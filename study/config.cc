@@ -227,7 +227,7 @@ absl::Status StudyConfig::Validate() const {
     return Bad(*this, "probe_epochs", probe_epochs, " must be in [0, 1000] (0 = --epochs)");
   }
   for (double lr : lr_grid) {
-    if (!(lr > 0 && lr <= 1)) {
+    if (!finetune::IsValidLr(lr)) {
       return Bad(*this, "lr_grid", lr_grid, " holds ", lr, "; each lr must be in (0, 1]");
     }
   }

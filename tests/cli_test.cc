@@ -84,10 +84,23 @@ TEST(FlagSetTest, ParsesEverySpellingAndRecordsWhatWasGiven) {
 
 TEST(FlagSetTest, RejectsUnknownFlagsAndBadValues) {
   int64_t steps = 10;
+  std::vector<uint64_t> seeds = {1};
+  std::vector<double> grid;
   FlagSet flags("pretrain", "usage");
   flags.Add("steps", &steps, "steps");
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {"pretrain", "--stpes=3"}, {"pretrain", "--steps=x"}, {"pretrain", "--nosteps"}}) {
+  flags.Add("seeds", &seeds, "seeds");
+  flags.Add("grid", &grid, "grid");
+  // A list of numbers rejects any item that is not one; --seeds needs at least one (an empty
+  // --grid is the empty list, FlagSetTest.ParsesEverySpellingAndRecordsWhatWasGiven).
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{"pretrain", "--stpes=3"},
+                                             {"pretrain", "--steps=x"},
+                                             {"pretrain", "--nosteps"},
+                                             {"pretrain", "--seeds="},
+                                             {"pretrain", "--seeds=1,x"},
+                                             {"pretrain", "--seeds=1,-2"},
+                                             {"pretrain", "--grid=1e-3,abc"},
+                                             {"pretrain", "--grid=0.001;0.003"}}) {
     std::vector<char*> argv = Argv(args);
     auto parsed = flags.Parse(static_cast<int>(argv.size()), argv.data());
     ASSERT_FALSE(parsed.ok()) << args[1];

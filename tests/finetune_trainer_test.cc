@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "common/file_util.h"
 #include "finetune/encode.h"
 #include "finetune/finetune.h"
@@ -209,6 +210,24 @@ TEST_F(TrainerTest, RejectsMaxLenBeyondEncoder) {
                           {{"dev", ContainsWord(8, 2)}}, {}, o, 1);
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("max_seq_len"), std::string::npos);
+}
+
+// Each lr of --lr_grid is held to --lr's rule (finetune::IsValidLr), before any file is read.
+TEST(RunFinetuneTest, RejectsAnLrGridEntryOutsideZeroToOne) {
+  for (double bad : {0.0, -1e-3, 1.5}) {
+    FinetuneJob job;
+    job.lr_grid = {1e-3, bad};
+    auto run = RunFinetune(job);
+    ASSERT_FALSE(run.ok()) << bad;
+    EXPECT_TRUE(absl::StartsWith(run.status().message(), "--lr_grid: ")) << run.status();
+    EXPECT_NE(run.status().message().find("must be in (0, 1], like --lr"), std::string::npos)
+        << run.status();
+  }
+  FinetuneJob job;
+  job.lr_grid = {1e-3, 1.0};  // valid: fails later, on what the job does not name
+  auto run = RunFinetune(job);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().message().find("--lr_grid"), std::string::npos) << run.status();
 }
 
 TEST_F(TrainerTest, SeedSummaryHasEverySeedAndStatistics) {
