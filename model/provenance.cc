@@ -4,6 +4,7 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -38,10 +39,17 @@ std::string CpuDescription() {
   std::vector<std::string> native;
   if (bf16) native.push_back("AVX-512 BF16");
   if (amx) native.push_back("AMX");
+  std::vector<std::string> caps;
+  for (const char* var : kInstructionSetCaps) {
+    const char* value = std::getenv(var);
+    if (value != nullptr && *value != '\0') caps.push_back(absl::StrCat(var, "=", value));
+  }
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   return absl::StrCat(
       name, " (", cores, " cores; ",
-      native.empty() ? "bf16 emulated: no AVX-512 BF16 or AMX" : absl::StrJoin(native, ", "), ")");
+      native.empty() ? "bf16 emulated: no AVX-512 BF16 or AMX" : absl::StrJoin(native, ", "),
+      caps.empty() ? "" : absl::StrCat("; instruction sets capped by ", absl::StrJoin(caps, ", ")),
+      ")");
 }
 
 nlohmann::ordered_json Provenance(const torch::Device& device, int64_t world_size) {

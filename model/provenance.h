@@ -17,8 +17,16 @@ namespace gmlp::model {
 // The JSON key outputs keep it under.
 inline constexpr char kMadeByKey[] = "made_by";
 
+// The environment variables that make ATen, OpenBLAS, oneDNN or MKL use fewer instruction sets
+// than the CPU has (to compare kernels, or to stand in for an older CPU): where one is set, it
+// is part of what made an output.
+inline constexpr const char* kInstructionSetCaps[] = {"ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE",
+                                                      "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA",
+                                                      "MKL_ENABLE_INSTRUCTIONS"};
+
 // "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz (2 cores; AVX-512 BF16, AMX)", or with
-// "bf16 emulated (no AVX-512 BF16 or AMX)"; from /proc/cpuinfo.
+// "bf16 emulated: no AVX-512 BF16 or AMX"; from /proc/cpuinfo. Any kInstructionSetCaps set
+// follow: "(2 cores; AVX-512 BF16; instruction sets capped by OPENBLAS_CORETYPE=Haswell)".
 std::string CpuDescription();
 
 // {"gmlp", "libtorch", "device", "threads", "world_size", "date"}: `device` is where the work
