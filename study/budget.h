@@ -28,8 +28,13 @@ inline constexpr double kFinetuneCostPerToken = 0.65;
 inline constexpr double kBudgetFill = 0.9;
 // Pretraining tokens per cell that cleared the context-free floor in the long CPU run
 // (results/2026-12-01-cpu-3h: 10.24M tokens, 0.3-1.3 nats below it at tiny); 5.3M did not
-// (results/2026-12-02-default). The report warns below this.
+// (results/2026-12-02-default).
 inline constexpr int64_t kTokensThatClearedTheFloor = 10240000;
+// Pretraining tokens per cell with which the default study judged cross_vs_single and
+// amlp_closes_gap (results/2026-12-07-default-lr-grid: 7,053 steps of 4,096 tokens); with 8.74M
+// every verdict read "cannot judge" (results/2026-12-07-default-avx2-capped: the Transformer
+// 0.18 nats below the floor, not clear of its SICK control). The report warns below this.
+inline constexpr int64_t kTokensThatJudged = 28889088;
 
 // One cell's measured and estimated costs.
 struct CellCost {

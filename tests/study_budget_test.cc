@@ -126,7 +126,7 @@ TEST(StudyBudgetTest, MeasuresAStepOfTheCellOnThisMachine) {
   EXPECT_FALSE(PathExists(dir));
 }
 
-TEST(StudyBudgetTest, PlanRoundTripsAndWarnsBelowWhatClearedTheFloor) {
+TEST(StudyBudgetTest, PlanRoundTripsAndWarnsBelowWhatJudged) {
   BudgetPlan plan;
   plan.budget_seconds = 3600;
   plan.spent_seconds = 40;
@@ -147,10 +147,21 @@ TEST(StudyBudgetTest, PlanRoundTripsAndWarnsBelowWhatClearedTheFloor) {
   EXPECT_NE(notes[0].find("a 0.50 s, b 1.50 s"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("1370 steps (5.61M tokens)"), std::string::npos) << notes[0];
   EXPECT_NE(notes[0].find("this invocation took 50 min"), std::string::npos) << notes[0];
-  // 2500 steps: (40 + 460 + 5000) / 0.9 s = 101.9 min.
-  EXPECT_NE(notes[1].find("About `--budget=102` buys 10.24M tokens"), std::string::npos)
+  EXPECT_NE(notes[1].find("5.61M pretraining tokens per cell"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[1].find("expect cells near the floor"), std::string::npos) << notes[1];
+  // 7053 steps: (40 + 460 + 14106) / 0.9 s = 270.5 min; 2500 steps: (40 + 460 + 5000) / 0.9 s
+  // = 101.9 min.
+  EXPECT_NE(notes[1].find("About `--budget=271` buys 28.89M tokens per cell on this machine "
+                          "(`--budget=102` buys 10.24M)"),
+            std::string::npos)
       << notes[1];
+  // Clear of the floor but short of what judged: a milder warning.
   plan.steps = 2500;
+  notes = BudgetNotes(plan, 0);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("verdicts may read \"cannot judge\""), std::string::npos) << notes[1];
+  EXPECT_EQ(notes[1].find("expect cells near the floor"), std::string::npos) << notes[1];
+  plan.steps = 7053;
   EXPECT_EQ(BudgetNotes(plan, 0).size(), 1u);
 }
 
