@@ -238,18 +238,18 @@ std::vector<std::string> BudgetNotes(const BudgetPlan& plan, double study_second
   if (plan.tokens_per_cell() < kTokensThatJudged) {
     const bool below_floor = plan.tokens_per_cell() < kTokensThatClearedTheFloor;
     notes.push_back(absl::StrFormat(
-        "**Small budget:** %.2fM pretraining tokens per cell is less than the 28.89M with which "
+        "**Small budget:** %.2fM pretraining tokens per cell is less than the %.2fM with which "
         "the default study judged cross_vs_single and amlp_closes_gap "
         "(results/2026-12-07-default-lr-grid); with 8.74M every verdict read \"cannot judge\" "
-        "(results/2026-12-07-default-avx2-capped), 10.24M took the tiny cells clearly below the "
+        "(results/2026-12-07-default-avx2-capped), %.2fM took the tiny cells clearly below the "
         "context-free floor (results/2026-12-01-cpu-3h) and 5.3M did not: %s. About "
-        "`--budget=%.0f` buys 28.89M tokens per cell on this machine (`--budget=%.0f` buys "
-        "10.24M).",
-        plan.tokens_per_cell() / 1e6,
+        "`--budget=%.0f` buys %.2fM tokens per cell on this machine (`--budget=%.0f` buys "
+        "%.2fM).",
+        plan.tokens_per_cell() / 1e6, kTokensThatJudged / 1e6, kTokensThatClearedTheFloor / 1e6,
         below_floor ? "expect cells near the floor and \"cannot judge\" verdicts"
                     : "verdicts may read \"cannot judge\"",
-        std::ceil(plan.MinutesFor(kTokensThatJudged)),
-        std::ceil(plan.MinutesFor(kTokensThatClearedTheFloor))));
+        std::ceil(plan.MinutesFor(kTokensThatJudged)), kTokensThatJudged / 1e6,
+        std::ceil(plan.MinutesFor(kTokensThatClearedTheFloor)), kTokensThatClearedTheFloor / 1e6));
   }
   return notes;
 }
