@@ -31,13 +31,15 @@ double Minutes(double seconds) { return seconds / 60; }
 // Every cell's evaluation and finetuning seconds, the cost the steps do not scale.
 double FixedSeconds(const std::vector<CellCost>& cells) {
   double s = 0;
-  for (const CellCost& c : cells) s += c.finetune_seconds + c.overhead_steps * c.step_seconds;
+  for (const CellCost& c : cells) {
+    s += c.finetune_seconds + c.overhead_steps * c.planned_step_seconds();
+  }
   return s;
 }
 
 double StepSecondsSum(const std::vector<CellCost>& cells) {
   double s = 0;
-  for (const CellCost& c : cells) s += c.step_seconds;
+  for (const CellCost& c : cells) s += c.planned_step_seconds();
   return s;
 }
 
@@ -46,7 +48,7 @@ double StepSecondsSum(const std::vector<CellCost>& cells) {
 double BudgetPlan::pretrain_seconds() const {
   double s = 0;
   for (const CellCost& c : cells) {
-    s += (static_cast<double>(steps) + c.overhead_steps) * c.step_seconds;
+    s += (static_cast<double>(steps) + c.overhead_steps) * c.planned_step_seconds();
   }
   return s;
 }
@@ -70,7 +72,8 @@ nlohmann::json BudgetPlan::ToJson() const {
     cells_json.push_back({{"cell", c.cell},
                           {"step_seconds", c.step_seconds},
                           {"overhead_steps", c.overhead_steps},
-                          {"finetune_seconds", c.finetune_seconds}});
+                          {"finetune_seconds", c.finetune_seconds},
+                          {"step_slowdown", c.step_slowdown}});
   }
   return {{"budget_seconds", budget_seconds},
           {"spent_seconds", spent_seconds},
@@ -90,7 +93,7 @@ absl::StatusOr<BudgetPlan> BudgetPlan::FromJson(const nlohmann::json& j,
     for (const nlohmann::json& c : j.at("cells")) {
       p.cells.push_back({c.at("cell").get<std::string>(), c.at("step_seconds").get<double>(),
                          c.at("overhead_steps").get<double>(),
-                         c.at("finetune_seconds").get<double>()});
+                         c.at("finetune_seconds").get<double>(), c.value("step_slowdown", 1.0)});
     }
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat(origin, ": not a budget plan (", e.what(), "); ", kRedo,
@@ -116,8 +119,12 @@ absl::StatusOr<int64_t> StepsWithinBudget(double budget_seconds, double spent_se
   return static_cast<int64_t>(std::floor(left / per_step));
 }
 
-absl::StatusOr<int64_t> FinetuneExamples(const StudyConfig& config, const CellSpec& cell) {
-  int64_t total = 0;
+namespace {
+
+// Calls visit(task, control, training examples) for every finetuning run of `cell` (all its
+// seeds, epochs and lrs counted in the examples).
+template <typename Visit>
+absl::Status ForEachFinetuneRun(const StudyConfig& config, const CellSpec& cell, Visit visit) {
   for (const auto& [task, control] : CellRuns(config, cell)) {
     // The job the cell runs (its epochs and seeds); no file is read.
     GMLP_ASSIGN_OR_RETURN(const finetune::FinetuneJob job,
@@ -131,8 +138,37 @@ absl::StatusOr<int64_t> FinetuneExamples(const StudyConfig& config, const CellSp
           " would train on all its examples); set it, or give --pretrain_steps"));
     }
     const int64_t lrs = std::max<int64_t>(1, static_cast<int64_t>(job.lr_grid.size()));
-    total += examples * job.options.epochs * static_cast<int64_t>(job.seeds.size()) * lrs;
+    visit(task, control,
+          examples * job.options.epochs * static_cast<int64_t>(job.seeds.size()) * lrs);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> FinetuneExamples(const StudyConfig& config, const CellSpec& cell) {
+  int64_t total = 0;
+  GMLP_RETURN_IF_ERROR(ForEachFinetuneRun(
+      config, cell,
+      [&](const std::string&, const std::string&, int64_t examples) { total += examples; }));
+  return total;
+}
+
+double FinetuneCostPerToken(const std::string& task, const std::string& control) {
+  if (control == "second_only") return kSecondOnlyCostPerToken;
+  if (IsProbeTask(task)) return kProbeCostPerToken;
+  if (task == "SST-2") return kSst2CostPerToken;
+  if (task == "SICK") return kSickCostPerToken;
+  return kMnliLikeCostPerToken;  // MNLI-like's, the largest measured
+}
+
+absl::StatusOr<double> FinetuneTokenEquivalents(const StudyConfig& config, const CellSpec& cell) {
+  const double max_len = static_cast<double>(config.finetune.max_len);
+  double total = 0;
+  GMLP_RETURN_IF_ERROR(ForEachFinetuneRun(
+      config, cell, [&](const std::string& task, const std::string& control, int64_t examples) {
+        total += static_cast<double>(examples) * max_len * FinetuneCostPerToken(task, control);
+      }));
   return total;
 }
 
@@ -189,19 +225,19 @@ absl::StatusOr<BudgetPlan> PlanBudget(const StudyConfig& config, const std::vect
   plan.spent_seconds = spent_seconds;
   plan.tokens_per_step = config.pretraining.global_batch * seq_len;
   const std::string scratch = JoinPath(config.output, "budget.measure");
-  const double max_len = static_cast<double>(config.finetune.max_len);
   for (const CellSpec& cell : cells) {
     CellCost cost;
     cost.cell = cell.name;
+    cost.step_slowdown = kPretrainStepSlowdown;
     GMLP_ASSIGN_OR_RETURN(cost.step_seconds,
                           MeasureStepSeconds(cell, vocab_size, seq_len, scratch));
     // The curve's evaluations and the held-out loss: forward passes, about a third of a step.
     cost.overhead_steps =
         static_cast<double>((config.curve_points + 1) * config.pretraining.eval_batches) / 3;
     GMLP_ASSIGN_OR_RETURN(const int64_t examples, FinetuneExamples(config, cell));
+    GMLP_ASSIGN_OR_RETURN(const double equivalents, FinetuneTokenEquivalents(config, cell));
     const double tokens_per_second = plan.tokens_per_step / cost.step_seconds;
-    cost.finetune_seconds =
-        static_cast<double>(examples) * max_len * kFinetuneCostPerToken / tokens_per_second;
+    cost.finetune_seconds = equivalents / tokens_per_second;
     progress(absl::StrFormat(
         "budget: %s pretrains %.0f tokens/s here (%.2f s a step); its %d finetuning examples: "
         "about %.1f min",
@@ -225,13 +261,19 @@ std::vector<std::string> BudgetNotes(const BudgetPlan& plan, double study_second
   for (const CellCost& c : plan.cells) {
     cells.push_back(absl::StrFormat("%s %.2f s", c.cell, c.step_seconds));
   }
+  // The plan's allowance for what the timed steps leave out (the same for every cell it made).
+  const double slowdown = plan.cells.empty() ? 1 : plan.cells.front().step_slowdown;
   std::vector<std::string> notes;
   notes.push_back(absl::StrFormat(
-      "Budget (`--budget=%g`, minutes): measured per pretraining step on this machine: %s. The "
+      "Budget (`--budget=%g`, minutes): measured per pretraining step on this machine: %s%s. The "
       "plan gave each cell %d steps (%.2fM tokens), estimated %.0f min of pretraining and %.0f "
       "of finetuning after %.1f of data stages (%.0f%% of the budget planned)%s.",
-      Minutes(plan.budget_seconds), absl::StrJoin(cells, ", "), plan.steps,
-      plan.tokens_per_cell() / 1e6, Minutes(plan.pretrain_seconds()),
+      Minutes(plan.budget_seconds), absl::StrJoin(cells, ", "),
+      slowdown != 1 ? absl::StrFormat(" (counted as %g of them each: data, checkpoints and logs "
+                                      "are not timed)",
+                                      slowdown)
+                    : "",
+      plan.steps, plan.tokens_per_cell() / 1e6, Minutes(plan.pretrain_seconds()),
       Minutes(plan.finetune_seconds()), Minutes(plan.spent_seconds), kBudgetFill * 100,
       study_seconds > 0 ? absl::StrFormat("; this invocation took %.0f min", Minutes(study_seconds))
                         : ""));

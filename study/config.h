@@ -107,8 +107,12 @@ struct StudyConfig {
   double budget_minutes = 60;
   int64_t curve_points = 8;  // held-out MLM loss measured this many times while pretraining
 
-  // SICK: the cross-sentence task this scale judged in the long run; MNLI-like did not.
-  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK", "probe-aligned", "probe-shifted"};
+  // SICK: the cross-sentence task this scale judged in the long run; MNLI-like did not. The
+  // alignment probe is not among the defaults: the baseline read no version of it in any
+  // default run or at any budget the calibration tried (study/README, "The alignment probe"),
+  // and it took 17% of the fp32 default's hour (results/2026-12-07-default-avx2-capped), which
+  // pretraining now gets. Add probe-shift-<k> tasks (or probe-aligned, probe-shifted) to run it.
+  std::vector<std::string> tasks = {"SST-2", "MNLI-like", "SICK"};
   // Second-segment-only runs of the baseline on every pair task (the hypothesis-only control):
   // a cross-sentence comparison is judged only where the baseline beats it (study/verdict.h).
   bool controls = true;

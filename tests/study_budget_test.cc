@@ -52,6 +52,18 @@ TEST(StudyBudgetTest, StepsFillTheBudgetAfterDataFinetuningAndEvaluations) {
   EXPECT_NEAR(plan.MinutesFor(2500 * 4096), 5500 / kBudgetFill / 60, 1e-9);
 }
 
+TEST(StudyBudgetTest, TheSlowdownMakesEveryPlannedStepLonger) {
+  std::vector<CellCost> cells = TwoCells();
+  for (CellCost& c : cells) c.step_slowdown = 1.25;
+  // 3240 - 40 s of data stages - 400 s of finetuning - 30 x 2.5 s of evaluations = 2725 s at
+  // 2.5 s per step (both cells): 1090 steps.
+  EXPECT_EQ(*StepsWithinBudget(3600, 40, cells), 1090);
+  BudgetPlan plan;
+  plan.cells = cells;
+  plan.steps = 1090;
+  EXPECT_DOUBLE_EQ(plan.pretrain_seconds(), (1090 + 30) * 2.5);
+}
+
 TEST(StudyBudgetTest, ABudgetWithNoTimeForPretrainingSaysWhatToChange) {
   auto steps = StepsWithinBudget(600, 40, TwoCells());  // 540 - 40 - 460 = 40 s: 20 steps
   ASSERT_TRUE(steps.ok());
@@ -107,6 +119,34 @@ TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
       << all.status();
 }
 
+TEST(StudyBudgetTest, FinetuningCostsEachRunAtItsTasksMeasuredRate) {
+  StudyConfig c;
+  c.tasks = {"SST-2", "SICK", "RTE", "probe-aligned"};
+  c.seeds = {1, 2, 3};
+  c.lr_grid = {1e-3, 3e-3};
+  c.max_train_examples = 1000;
+  c.finetune.epochs = 3;
+  c.finetune.max_len = 128;
+  c.probe.train_examples = 2000;
+  c.probe_epochs = 5;
+  c.controls = true;
+  c.pretraining.steps = 10;
+  auto cells = Cells(c);
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  // Each run: examples x epochs x 3 seeds x 2 lrs x 128 tokens x its cost per token; RTE was
+  // not measured and costs what MNLI-like does.
+  const double glue = 1000.0 * 3 * 3 * 2 * 128;
+  const double probe = 2000.0 * 5 * 3 * 2 * 128;
+  const double encoder = glue * (kSst2CostPerToken + kSickCostPerToken + kMnliLikeCostPerToken) +
+                         probe * kProbeCostPerToken;
+  EXPECT_NEAR(*FinetuneTokenEquivalents(c, cells->back()), encoder, 1e-6);
+  // The baseline's second-segment-only controls of the three pair tasks, at their own rate.
+  EXPECT_NEAR(*FinetuneTokenEquivalents(c, cells->front()),
+              encoder + (2 * glue + probe) * kSecondOnlyCostPerToken, 1e-6);
+  EXPECT_EQ(FinetuneCostPerToken("probe-shift-8", "scratch"), kProbeCostPerToken);
+  EXPECT_EQ(FinetuneCostPerToken("MNLI-like", "none"), kMnliLikeCostPerToken);
+}
+
 // A real measurement: a one-layer cell's step, finite and positive, its throwaway run removed.
 TEST(StudyBudgetTest, MeasuresAStepOfTheCellOnThisMachine) {
   torch::set_num_threads(2);
@@ -136,6 +176,21 @@ TEST(StudyBudgetTest, PlanRoundTripsAndWarnsBelowWhatJudged) {
   auto back = BudgetPlan::FromJson(plan.ToJson(), "budget.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->ToJson(), plan.ToJson());
+  // A plan recorded before the slowdown reads as none; one with it keeps it.
+  nlohmann::json old_plan = plan.ToJson();
+  for (nlohmann::json& cell : old_plan["cells"]) cell.erase("step_slowdown");
+  back = BudgetPlan::FromJson(old_plan, "budget.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->cells[1].step_slowdown, 1);
+  BudgetPlan slowed = plan;
+  for (CellCost& c : slowed.cells) c.step_slowdown = kPretrainStepSlowdown;
+  back = BudgetPlan::FromJson(slowed.ToJson(), "budget.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->cells[0].step_slowdown, kPretrainStepSlowdown);
+  EXPECT_NE(BudgetNotes(slowed, 0)[0].find("a 0.50 s, b 1.50 s (counted as 1.13 of them each"),
+            std::string::npos)
+      << BudgetNotes(slowed, 0)[0];
+  EXPECT_EQ(BudgetNotes(plan, 0)[0].find("counted as"), std::string::npos);
   auto bad = BudgetPlan::FromJson(nlohmann::json{{"steps", 3}}, "/x/budget.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("/x/budget.json: not a budget plan"), std::string::npos);
