@@ -102,9 +102,10 @@ absl::StatusOr<double> FinetuneTokenEquivalents(const StudyConfig& config, const
 // Seconds of one optimizer step of `cell`'s pretraining (its model with `vocab_size` and
 // `seq_len`, its batch, bf16 and kernels) on this machine: `warmup` steps, then the mean of
 // `steps` timed ones, on a synthetic batch; `scratch_dir` holds the throwaway run's records.
+// (4 timed steps were 16% slow to 22% fast against the pretraining that followed, 2026-12-07.)
 absl::StatusOr<double> MeasureStepSeconds(const CellSpec& cell, int64_t vocab_size, int64_t seq_len,
-                                          const std::string& scratch_dir, int warmup = 2,
-                                          int steps = 4);
+                                          const std::string& scratch_dir, int warmup = 3,
+                                          int steps = 16);
 
 // The plan of a study whose pretraining steps are 0 (sized by --budget): measures each cell
 // (MeasureStepSeconds), estimates its finetuning, sizes the steps.
