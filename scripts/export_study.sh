@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies what a `gmlp study` output folder needs to be read, committed, or resumed on another
 # machine, without what its run re-creates or no longer needs: the report, the tables and plots,
-# study.json, the tokenizer (so a resumed run uses the same one), the probe's probe.json, every
+# study.json, budget.json, floors.json (the context-free floors, which --report_only reads where
+# the shards are gone), the tokenizer (so a resumed run uses the same one), the probe's probe.json, every
 # finished cell's cell.json, perplexity, learning curve and finetuning results with each seed's
 # predictions, and their TensorBoard event files (tb/). Left out: checkpoints, shards, the probe's pairs and the corpus extract
 # (re-created from the corpus and the kept tokenizer; data/shards.md5 and data/probe.json's

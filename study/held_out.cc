@@ -7,10 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_file.h"
 #include "common/status.h"
 #include "data/loader.h"
 #include "data/masking.h"
 #include "model/heads.h"
+#include "model/provenance.h"
 #include "model/serialize.h"
 #include "pretrain/checkpoint.h"
 #include "pretrain/mlm_eval.h"
@@ -105,6 +107,29 @@ absl::Status AddContextFreeFloors(const StudyConfig& config, const std::string& 
                        config.pretraining.eval_batches));
   GMLP_ASSIGN_OR_RETURN(context->curve_context_free_loss,
                         ContextFreeFloor(counts, curve, train.eval_batches));
+  return absl::OkStatus();
+}
+
+std::string FloorsFile(const std::string& output) { return JoinPath(output, "floors.json"); }
+
+absl::Status WriteFloors(const std::string& path, const ReportContext& floors) {
+  nlohmann::json j = {{"context_free_loss", floors.context_free_loss},
+                      {"curve_context_free_loss", floors.curve_context_free_loss}};
+  j[model::kMadeByKey] = nlohmann::json::parse(model::Provenance().dump());
+  return WriteFileAtomic(path, j.dump(2) + "\n");
+}
+
+absl::Status ReadFloors(const std::string& path, ReportContext* context) {
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
+                        ReadJsonFile(path, "delete it: the next report with the shards writes it"));
+  try {
+    context->context_free_loss = j.at("context_free_loss").get<double>();
+    context->curve_context_free_loss = j.at("curve_context_free_loss").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat(path, ": not the study's floors (", e.what(),
+                                            "); delete it: the next report with the shards "
+                                            "writes it"));
+  }
   return absl::OkStatus();
 }
 

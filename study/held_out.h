@@ -26,6 +26,14 @@ absl::StatusOr<double> HeldOutMlmLoss(const std::string& run_dir, const std::str
 absl::Status AddContextFreeFloors(const StudyConfig& config, const std::string& shard_dir,
                                   const pretrain::TrainConfig& train, ReportContext* context);
 
+// <output>/floors.json: the floors as the last report computed them from the shards, so that a
+// report made where the shards are gone (an exported study under --report_only) still judges
+// the cells against them.
+std::string FloorsFile(const std::string& output);
+absl::Status WriteFloors(const std::string& path, const ReportContext& floors);
+// Sets context_free_loss and curve_context_free_loss from `path`; an error names the file.
+absl::Status ReadFloors(const std::string& path, ReportContext* context);
+
 }  // namespace gmlp::study
 
 #endif  // GMLP_STUDY_HELD_OUT_H_

@@ -228,19 +228,29 @@ absl::StatusOr<std::string> WriteReport(const StudyConfig& config, const StudyDa
   for (std::string& note : extra_notes) context.notes.push_back(std::move(note));
   context.stages = log.stages();
   for (StageTiming& t : CellTimings(results)) context.stages.push_back(std::move(t));
-  if (PathExists(JoinPath(data.shard_dir, data::kManifestFile)) && !cells.empty()) {
-    ReportContext floors;
-    const absl::Status st =
-        AddContextFreeFloors(config, data.shard_dir, cells.front().pretrain.train, &floors);
-    if (st.ok()) {
-      context.context_free_loss = floors.context_free_loss;
-      context.curve_context_free_loss = floors.curve_context_free_loss;
-    } else {
-      progress(absl::StrCat("warning: no context-free floor: ", st.message()));
+  // The floors from the shards where they are (and kept in floors.json), else as kept.
+  const std::string floors_file = FloorsFile(out);
+  ReportContext floors;
+  absl::Status st = absl::OkStatus();
+  if (PathExists(JoinPath(data.shard_dir, data::kManifestFile))) {
+    if (!cells.empty()) {
+      st = AddContextFreeFloors(config, data.shard_dir, cells.front().pretrain.train, &floors);
+      if (st.ok()) st = WriteFloors(floors_file, floors);
     }
+  } else if (PathExists(floors_file)) {
+    st = ReadFloors(floors_file, &floors);
+  } else {
+    st = absl::NotFoundError(absl::StrCat("no shards in ", data.shard_dir, " and no ", floors_file,
+                                          " from a report made with them"));
+  }
+  if (st.ok()) {
+    context.context_free_loss = floors.context_free_loss;
+    context.curve_context_free_loss = floors.curve_context_free_loss;
+  } else {
+    progress(absl::StrCat("warning: no context-free floor: ", st.message()));
   }
   GMLP_RETURN_IF_ERROR(RecordTimings(config, context.stages));
-  absl::Status st = WriteStudyOutputs(results, context, out);
+  st = WriteStudyOutputs(results, context, out);
   if (!st.ok()) progress(absl::StrCat("warning: ", st.message()));
   const std::string report = JoinPath(out, "report.md");
   progress(absl::StrCat("done: report ", report, ", results ", JoinPath(out, "results.csv"),

@@ -338,6 +338,18 @@ void EndToEndTest::StudyExportResumesElsewhere() {
     ASSERT_TRUE(a.ok() && b.ok()) << table;
     EXPECT_EQ(*a, *b) << table;
   }
+  // Without the shards, the context-free floor comes from the floors.json the run kept: the
+  // same line in both reports.
+  {
+    auto a = ReadFile(JoinPath(out, "report.md"));
+    auto b = ReadFile(JoinPath(rereported, "report.md"));
+    ASSERT_TRUE(a.ok() && b.ok());
+    const size_t at = a->find("**Context-free floor: ");
+    ASSERT_NE(at, std::string::npos) << *a;
+    const std::string floor_line = a->substr(at, a->find('\n', at) - at);
+    EXPECT_NE(b->find(floor_line), std::string::npos) << floor_line << "\n" << *b;
+    EXPECT_TRUE(PathExists(JoinPath(exported, "floors.json")));
+  }
 
   StudyConfig moved = *config_;
   moved.output = JoinPath(*dir_, "resumed");
