@@ -31,15 +31,13 @@ double Minutes(double seconds) { return seconds / 60; }
 // Every cell's evaluation and finetuning seconds, the cost the steps do not scale.
 double FixedSeconds(const std::vector<CellCost>& cells) {
   double s = 0;
-  for (const CellCost& c : cells) {
-    s += c.finetune_seconds + c.overhead_steps * c.planned_step_seconds();
-  }
+  for (const CellCost& c : cells) s += c.finetune_seconds + c.overhead_steps * c.step_seconds;
   return s;
 }
 
 double StepSecondsSum(const std::vector<CellCost>& cells) {
   double s = 0;
-  for (const CellCost& c : cells) s += c.planned_step_seconds();
+  for (const CellCost& c : cells) s += c.step_seconds;
   return s;
 }
 
@@ -48,7 +46,7 @@ double StepSecondsSum(const std::vector<CellCost>& cells) {
 double BudgetPlan::pretrain_seconds() const {
   double s = 0;
   for (const CellCost& c : cells) {
-    s += (static_cast<double>(steps) + c.overhead_steps) * c.planned_step_seconds();
+    s += (static_cast<double>(steps) + c.overhead_steps) * c.step_seconds;
   }
   return s;
 }
@@ -72,8 +70,7 @@ nlohmann::json BudgetPlan::ToJson() const {
     cells_json.push_back({{"cell", c.cell},
                           {"step_seconds", c.step_seconds},
                           {"overhead_steps", c.overhead_steps},
-                          {"finetune_seconds", c.finetune_seconds},
-                          {"step_slowdown", c.step_slowdown}});
+                          {"finetune_seconds", c.finetune_seconds}});
   }
   return {{"budget_seconds", budget_seconds},
           {"spent_seconds", spent_seconds},
@@ -93,7 +90,7 @@ absl::StatusOr<BudgetPlan> BudgetPlan::FromJson(const nlohmann::json& j,
     for (const nlohmann::json& c : j.at("cells")) {
       p.cells.push_back({c.at("cell").get<std::string>(), c.at("step_seconds").get<double>(),
                          c.at("overhead_steps").get<double>(),
-                         c.at("finetune_seconds").get<double>(), c.value("step_slowdown", 1.0)});
+                         c.at("finetune_seconds").get<double>()});
     }
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat(origin, ": not a budget plan (", e.what(), "); ", kRedo,
@@ -228,7 +225,6 @@ absl::StatusOr<BudgetPlan> PlanBudget(const StudyConfig& config, const std::vect
   for (const CellSpec& cell : cells) {
     CellCost cost;
     cost.cell = cell.name;
-    cost.step_slowdown = kPretrainStepSlowdown;
     GMLP_ASSIGN_OR_RETURN(cost.step_seconds,
                           MeasureStepSeconds(cell, vocab_size, seq_len, scratch));
     // The curve's evaluations and the held-out loss: forward passes, about a third of a step.
@@ -261,19 +257,13 @@ std::vector<std::string> BudgetNotes(const BudgetPlan& plan, double study_second
   for (const CellCost& c : plan.cells) {
     cells.push_back(absl::StrFormat("%s %.2f s", c.cell, c.step_seconds));
   }
-  // The plan's allowance for what the timed steps leave out (the same for every cell it made).
-  const double slowdown = plan.cells.empty() ? 1 : plan.cells.front().step_slowdown;
   std::vector<std::string> notes;
   notes.push_back(absl::StrFormat(
-      "Budget (`--budget=%g`, minutes): measured per pretraining step on this machine: %s%s. The "
+      "Budget (`--budget=%g`, minutes): measured per pretraining step on this machine: %s. The "
       "plan gave each cell %d steps (%.2fM tokens), estimated %.0f min of pretraining and %.0f "
       "of finetuning after %.1f of data stages (%.0f%% of the budget planned)%s.",
-      Minutes(plan.budget_seconds), absl::StrJoin(cells, ", "),
-      slowdown != 1 ? absl::StrFormat(" (counted as %g of them each: data, checkpoints and logs "
-                                      "are not timed)",
-                                      slowdown)
-                    : "",
-      plan.steps, plan.tokens_per_cell() / 1e6, Minutes(plan.pretrain_seconds()),
+      Minutes(plan.budget_seconds), absl::StrJoin(cells, ", "), plan.steps,
+      plan.tokens_per_cell() / 1e6, Minutes(plan.pretrain_seconds()),
       Minutes(plan.finetune_seconds()), Minutes(plan.spent_seconds), kBudgetFill * 100,
       study_seconds > 0 ? absl::StrFormat("; this invocation took %.0f min", Minutes(study_seconds))
                         : ""));
@@ -283,7 +273,8 @@ std::vector<std::string> BudgetNotes(const BudgetPlan& plan, double study_second
         "**Small budget:** %.2fM pretraining tokens per cell is less than the %.2fM with which "
         "the default study judged cross_vs_single and amlp_closes_gap "
         "(results/2026-12-07-default-lr-grid); with 8.74M every verdict read \"cannot judge\" "
-        "(results/2026-12-07-default-avx2-capped), %.2fM took the tiny cells clearly below the "
+        "(results/2026-12-07-default-avx2-capped) and 9.07M judged them by a small margin "
+        "(results/2026-12-07-default-fp32), %.2fM took the tiny cells clearly below the "
         "context-free floor (results/2026-12-01-cpu-3h) and 5.3M did not: %s. About "
         "`--budget=%.0f` buys %.2fM tokens per cell on this machine (`--budget=%.0f` buys "
         "%.2fM).",

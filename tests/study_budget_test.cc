@@ -52,18 +52,6 @@ TEST(StudyBudgetTest, StepsFillTheBudgetAfterDataFinetuningAndEvaluations) {
   EXPECT_NEAR(plan.MinutesFor(2500 * 4096), 5500 / kBudgetFill / 60, 1e-9);
 }
 
-TEST(StudyBudgetTest, TheSlowdownMakesEveryPlannedStepLonger) {
-  std::vector<CellCost> cells = TwoCells();
-  for (CellCost& c : cells) c.step_slowdown = 1.25;
-  // 3240 - 40 s of data stages - 400 s of finetuning - 30 x 2.5 s of evaluations = 2725 s at
-  // 2.5 s per step (both cells): 1090 steps.
-  EXPECT_EQ(*StepsWithinBudget(3600, 40, cells), 1090);
-  BudgetPlan plan;
-  plan.cells = cells;
-  plan.steps = 1090;
-  EXPECT_DOUBLE_EQ(plan.pretrain_seconds(), (1090 + 30) * 2.5);
-}
-
 TEST(StudyBudgetTest, ABudgetWithNoTimeForPretrainingSaysWhatToChange) {
   auto steps = StepsWithinBudget(600, 40, TwoCells());  // 540 - 40 - 460 = 40 s: 20 steps
   ASSERT_TRUE(steps.ok());
@@ -176,21 +164,6 @@ TEST(StudyBudgetTest, PlanRoundTripsAndWarnsBelowWhatJudged) {
   auto back = BudgetPlan::FromJson(plan.ToJson(), "budget.json");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->ToJson(), plan.ToJson());
-  // A plan recorded before the slowdown reads as none; one with it keeps it.
-  nlohmann::json old_plan = plan.ToJson();
-  for (nlohmann::json& cell : old_plan["cells"]) cell.erase("step_slowdown");
-  back = BudgetPlan::FromJson(old_plan, "budget.json");
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->cells[1].step_slowdown, 1);
-  BudgetPlan slowed = plan;
-  for (CellCost& c : slowed.cells) c.step_slowdown = kPretrainStepSlowdown;
-  back = BudgetPlan::FromJson(slowed.ToJson(), "budget.json");
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->cells[0].step_slowdown, kPretrainStepSlowdown);
-  EXPECT_NE(BudgetNotes(slowed, 0)[0].find("a 0.50 s, b 1.50 s (counted as 1.13 of them each"),
-            std::string::npos)
-      << BudgetNotes(slowed, 0)[0];
-  EXPECT_EQ(BudgetNotes(plan, 0)[0].find("counted as"), std::string::npos);
   auto bad = BudgetPlan::FromJson(nlohmann::json{{"steps", 3}}, "/x/budget.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("/x/budget.json: not a budget plan"), std::string::npos);
