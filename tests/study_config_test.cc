@@ -235,6 +235,7 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   const std::string dir = ::mkdtemp(tmpl);
   StudyConfig s;
   s.shards = dir;
+  s.tasks = {"SST-2", "probe-aligned"};  // the probe is not among the default tasks
   auto missing = s.WithDerivedDefaults();
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find(dir + "/manifest.json"), std::string::npos)
@@ -264,6 +265,7 @@ TEST(StudyConfigTest, DerivedDefaultsFollowTheSettingsTheyDependOn) {
   // refused up front naming seq_len; without it the limit stays 0 and the config round-trips.
   StudyConfig short_seq;
   short_seq.sharding.seq_len = 10;
+  short_seq.tasks = {"SST-2", "probe-shifted"};
   EXPECT_EQ(short_seq.Validate().ToString(),
             "INVALID_ARGUMENT: --seq_len=10 leaves the alignment probe's sentences 2 bytes "
             "(max_len - 8); they need at least 8: raise it, set --probe_max_sentence_bytes, or "
