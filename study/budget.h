@@ -96,7 +96,7 @@ absl::StatusOr<double> FinetuneTokenEquivalents(const StudyConfig& config, const
 // `seq_len`, its batch, bf16 and kernels) on this machine: `warmup` steps, then the mean of
 // `steps` timed ones, on a synthetic batch; `scratch_dir` holds the throwaway run's records.
 // The machine's speed drifts: on the 2-core VM of 2026-12-07 pretraining ran from 22% slower
-// to 10% faster than its cell's timed steps (4 timed, then 16), and by 20% within one cell;
+// to 13% faster than its cell's timed steps (4 timed, then 16), and by 20% within one cell;
 // kBudgetFill absorbs it.
 absl::StatusOr<double> MeasureStepSeconds(const CellSpec& cell, int64_t vocab_size, int64_t seq_len,
                                           const std::string& scratch_dir, int warmup = 3,

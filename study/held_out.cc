@@ -110,6 +110,10 @@ absl::Status AddContextFreeFloors(const StudyConfig& config, const std::string& 
   return absl::OkStatus();
 }
 
+// A bad floors.json: what to do.
+constexpr char kFloorsFix[] =
+    "delete it (the report then has no floor) and report again where the shards are";
+
 std::string FloorsFile(const std::string& output) { return JoinPath(output, "floors.json"); }
 
 absl::Status WriteFloors(const std::string& path, const ReportContext& floors) {
@@ -120,15 +124,13 @@ absl::Status WriteFloors(const std::string& path, const ReportContext& floors) {
 }
 
 absl::Status ReadFloors(const std::string& path, ReportContext* context) {
-  GMLP_ASSIGN_OR_RETURN(const nlohmann::json j,
-                        ReadJsonFile(path, "delete it: the next report with the shards writes it"));
+  GMLP_ASSIGN_OR_RETURN(const nlohmann::json j, ReadJsonFile(path, kFloorsFix));
   try {
     context->context_free_loss = j.at("context_free_loss").get<double>();
     context->curve_context_free_loss = j.at("curve_context_free_loss").get<double>();
   } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(absl::StrCat(path, ": not the study's floors (", e.what(),
-                                            "); delete it: the next report with the shards "
-                                            "writes it"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": not the study's floors (", e.what(), "); ", kFloorsFix));
   }
   return absl::OkStatus();
 }

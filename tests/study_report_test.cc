@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
+#include "study/held_out.h"
 #include "study/plot.h"
 #include "study/report.h"
 #include "study/results_table.h"
@@ -84,6 +85,34 @@ std::vector<std::string> Lines(const std::string& text) {
 // Counts of one size (within 1.25x) share one label at their geometric middle, each an
 // unlabelled minor tic; a count alone keeps its own label. (The cpu-3h plot's labels overlapped:
 // 1.76M, 1.80M, 1.85M, 1.91M at one size.)
+// floors.json: what a report made without the shards reads back; a bad one is one line naming
+// the file and the fix.
+TEST(StudyReportTest, FloorsRoundTripAndABadFileNamesItself) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/study_floors_", getpid());
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  const std::string path = FloorsFile(dir);
+  ReportContext floors;
+  floors.context_free_loss = 6.4931;
+  floors.curve_context_free_loss = 6.5012;
+  ASSERT_TRUE(WriteFloors(path, floors).ok());
+  ReportContext back;
+  ASSERT_TRUE(ReadFloors(path, &back).ok());
+  EXPECT_EQ(back.context_free_loss, 6.4931);
+  EXPECT_EQ(back.curve_context_free_loss, 6.5012);
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("\"made_by\""), std::string::npos) << *text;
+
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"context_free_loss\": 6.4}").ok());
+  absl::Status st = ReadFloors(path, &back);
+  EXPECT_NE(st.message().find(path + ": not the study's floors"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("delete it"), std::string::npos) << st;
+  ASSERT_TRUE(WriteFileAtomic(path, "6.4 nats").ok());
+  st = ReadFloors(path, &back);
+  EXPECT_NE(st.message().find(path + ": not valid JSON"), std::string::npos) << st;
+  ASSERT_TRUE(RemoveTree(dir).ok());
+}
+
 TEST(StudyReportTest, ParameterAxisGroupsCountsOfOneSize) {
   EXPECT_EQ(ParamsXTics({1760000, 1910000, 3050000, 3280000, 950000}),
             "'950k' 950000, '1.76M-1.91M' 1833467, '' 1760000 1, '' 1910000 1, "
