@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -70,17 +72,24 @@ TEST(StudyBudgetTest, ABudgetWithNoTimeForPretrainingSaysWhatToChange) {
   EXPECT_NE(message.find("--pretrain_steps"), std::string::npos) << message;
 }
 
-TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
+// 3 seeds, 1,000 examples x 3 epochs a task, the probe 2,000 pairs x 5 epochs, controls on.
+StudyConfig FinetuneCountConfig(std::vector<std::string> tasks, std::vector<double> lr_grid) {
   StudyConfig c;
-  c.tasks = {"SST-2", "MNLI-like", "probe-aligned"};
+  c.tasks = std::move(tasks);
   c.seeds = {1, 2, 3};
-  c.lr_grid = {};  // one lr: each run once
+  c.lr_grid = std::move(lr_grid);
   c.max_train_examples = 1000;
   c.finetune.epochs = 3;
   c.probe.train_examples = 2000;
   c.probe_epochs = 5;
   c.controls = true;
   c.pretraining.steps = 10;
+  return c;
+}
+
+TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
+  StudyConfig c = FinetuneCountConfig({"SST-2", "MNLI-like", "probe-aligned"},
+                                      /*lr_grid=*/{});  // one lr: each run once
   auto cells = Cells(c);
   ASSERT_TRUE(cells.ok()) << cells.status();
   ASSERT_EQ(cells->front().encoder, BaselineEncoder(c));
@@ -108,17 +117,8 @@ TEST(StudyBudgetTest, FinetuneExamplesCountEveryRunOfTheCell) {
 }
 
 TEST(StudyBudgetTest, FinetuningCostsEachRunAtItsTasksMeasuredRate) {
-  StudyConfig c;
-  c.tasks = {"SST-2", "SICK", "RTE", "probe-aligned"};
-  c.seeds = {1, 2, 3};
-  c.lr_grid = {1e-3, 3e-3};
-  c.max_train_examples = 1000;
-  c.finetune.epochs = 3;
+  StudyConfig c = FinetuneCountConfig({"SST-2", "SICK", "RTE", "probe-aligned"}, {1e-3, 3e-3});
   c.finetune.max_len = 128;
-  c.probe.train_examples = 2000;
-  c.probe_epochs = 5;
-  c.controls = true;
-  c.pretraining.steps = 10;
   auto cells = Cells(c);
   ASSERT_TRUE(cells.ok()) << cells.status();
   // Each run: examples x epochs x 3 seeds x 2 lrs x 128 tokens x its cost per token; RTE was
