@@ -43,6 +43,14 @@
 
 namespace gmlp::study {
 
+// What the probe's calibration measured (study/README.md, "Not calibrated"; pair presentations =
+// training pairs x epochs): the pre-LN ALiBi Transformer-tiny from scratch stayed at chance on
+// every piece-offset version through 32,000 x 8, and read the aligned one (k = 0) just above
+// chance (test 0.530) at 96,000 x 8, where the shifted one (k = 16) stayed at chance (0.503).
+// The study's report quotes them beside its own probe budget.
+inline constexpr int64_t kProbeBaselineChanceThrough = 32000 * 8;
+inline constexpr int64_t kProbeBaselineReadsAlignedAt = 96000 * 8;
+
 struct ProbeOptions {
   // Plain text, .gz, .xz or .zst: WikiExtractor <doc> blocks, blank-line documents or JSON lines.
   std::string corpus;

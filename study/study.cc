@@ -21,6 +21,7 @@
 #include "study/cells.h"
 #include "study/data_stages.h"
 #include "study/held_out.h"
+#include "study/probe.h"
 #include "study/progress.h"
 #include "study/report.h"
 #include "study/tasks.h"
@@ -193,14 +194,29 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
         static_cast<double>(c.pretrain.model.d_model) / c.pretrain.model.attn_size));
   }
   if (UsesProbe(config)) {
-    notes.push_back(absl::StrCat("alignment probe (study/probe.h): ", config.probe.train_examples,
-                                 "/", config.probe.dev_examples, "/", config.probe.test_examples,
-                                 " train/dev/test pairs per version from the held-out documents",
-                                 ProbeShifts(config.tasks).empty()
-                                     ? ""
-                                     : absl::StrCat("; the shift-k versions' segments are exactly ",
-                                                    config.probe.segment_pieces, " pieces"),
-                                 "; details in ", JoinPath(data.probe_dir, "probe.json")));
+    const int64_t epochs = config.probe_epochs > 0 ? config.probe_epochs : config.finetune.epochs;
+    const bool one_lr = config.probe_lr > 0 || config.lr_grid.empty();
+    const double lr = config.probe_lr > 0 ? config.probe_lr : config.finetune.lr;
+    notes.push_back(absl::StrCat(
+        "alignment probe (study/probe.h): ", config.probe.train_examples, "/",
+        config.probe.dev_examples, "/", config.probe.test_examples,
+        " train/dev/test pairs per version from the held-out documents",
+        ProbeShifts(config.tasks).empty()
+            ? ""
+            : absl::StrCat("; the shift-k versions' segments are exactly ",
+                           config.probe.segment_pieces, " pieces"),
+        "; ", epochs, " epochs at ",
+        one_lr ? absl::StrCat("lr ", lr)
+               : absl::StrCat("the lr each seed chose from ", absl::StrJoin(config.lr_grid, ", ")),
+        ", so ", config.probe.train_examples * epochs,
+        " pair presentations per run. The calibration (study/README.md, \"Not calibrated\"; "
+        "versions with 6-piece segments) found the baseline Transformer-tiny, from scratch, at "
+        "chance on every version through ",
+        kProbeBaselineChanceThrough, " presentations and above chance only on the aligned one at ",
+        kProbeBaselineReadsAlignedAt,
+        " (and not on the shifted one there): below that, \"cannot judge\" on the probe is the "
+        "expected reading, not a finding about the encoders; details in ",
+        JoinPath(data.probe_dir, "probe.json")));
   }
   return notes;
 }

@@ -38,7 +38,7 @@ void AddStudyFlags(study::StudyConfig* c, bool* smoke, bool* report_only, std::s
   flags->Add("config", config_file,
              "a JSON file of study settings (keys = these flag names, \"finetune\": {...}), "
              "applied over the defaults (or --smoke); flags given still win. Named ones: "
-             "study/configs/cpu-3h.json, study/configs/gpu-base.json");
+             "study/configs/cpu-3h.json, study/configs/cpu-2h.json, study/configs/gpu-base.json");
   study::StudyConfig::ForEachField(*c, [&](const char* name, auto& field, const char* help) {
     // --bf16 and --kernels (below) set pretraining's and finetuning's together.
     if (std::string(name) != "pretrain_bf16" && std::string(name) != "pretrain_kernels") {

@@ -84,6 +84,22 @@ TEST(StudyConfigTest, ShippedConfigsReadAndValidate) {
   EXPECT_GE(c.pretraining.steps * c.pretraining.global_batch * c.sharding.seq_len, 10000000);
 }
 
+// The probe's named run (issue 39, items 5 and 6): every encoder the probe compares, FNet
+// included, at two sizes, the probe at two shifts or more, its time set by the budget.
+TEST(StudyConfigTest, TheProbeRunCoversEveryEncoderAtTwoSizes) {
+  StudyConfig c;
+  const absl::Status st = ApplyStudyConfigFile(GMLP_SOURCE_DIR "/study/configs/cpu-2h.json", &c);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(c.archs, (std::vector<std::string>{"transformer", "gmlp", "amlp", "fnet"}));
+  EXPECT_EQ(c.sizes, (std::vector<std::string>{"tiny", "mini"}));
+  EXPECT_GE(ProbeShifts(c.tasks).size(), 2u);
+  EXPECT_GE(c.seeds.size(), 3u);
+  EXPECT_EQ(c.max_eval_examples, 0);
+  EXPECT_EQ(c.pretraining.steps, 0);  // sized by the budget
+  EXPECT_EQ(c.budget_minutes, 120);
+}
+
 // The default run's shape (issue 12): full splits, >= 3 seeds, the probe, the controls, a
 // pre-LN baseline.
 TEST(StudyConfigTest, DefaultsMeasureTheRightRows) {

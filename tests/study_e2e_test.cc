@@ -508,6 +508,15 @@ void EndToEndTest::StudyAddsShiftProbeVersions() {
       << *md;
   EXPECT_NE(md->find("the shift-k versions' segments are exactly 24 pieces"), std::string::npos)
       << *md;
+  // The probe's budget in pair presentations, beside what the calibration found the baseline
+  // needs (the reason a "cannot judge" on the probe is expected below it).
+  const int64_t epochs = more.probe_epochs > 0 ? more.probe_epochs : more.finetune.epochs;
+  EXPECT_NE(md->find(absl::StrCat(more.probe.train_examples * epochs,
+                                  " pair presentations per run. The calibration")),
+            std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("at chance on every version through 256000 presentations"), std::string::npos)
+      << *md;
 }
 
 void EndToEndTest::FinetuneThenPredict() {
