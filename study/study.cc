@@ -2,6 +2,7 @@
 // (data_stages.h), run each cell of the grid (cells.h, cell_run.h), write the report.
 #include "study/study.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -194,9 +195,14 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
         static_cast<double>(c.pretrain.model.d_model) / c.pretrain.model.attn_size));
   }
   if (UsesProbe(config)) {
-    const int64_t epochs = config.probe_epochs > 0 ? config.probe_epochs : config.finetune.epochs;
-    const bool one_lr = config.probe_lr > 0 || config.lr_grid.empty();
-    const double lr = config.probe_lr > 0 ? config.probe_lr : config.finetune.lr;
+    // The probe's epochs and lr as its finetuning runs get them (no file is read).
+    const std::string task = *std::find_if(config.tasks.begin(), config.tasks.end(), IsProbeTask);
+    absl::StatusOr<finetune::FinetuneJob> job = CellTaskJob(config, StudyData{}, task, "none", "");
+    if (!job.ok()) job = finetune::FinetuneJob{};  // unreachable for a validated config
+    const std::string lr = job->lr_grid.empty() ? absl::StrCat("lr ", job->options.lr)
+                                                : absl::StrCat("the lr each seed chose from ",
+                                                               absl::StrJoin(job->lr_grid, ", "));
+    const int64_t epochs = job->options.epochs;
     notes.push_back(absl::StrCat(
         "alignment probe (study/probe.h): ", config.probe.train_examples, "/",
         config.probe.dev_examples, "/", config.probe.test_examples,
@@ -205,10 +211,7 @@ std::vector<std::string> RecipeNotes(const StudyConfig& config, const StudyData&
             ? ""
             : absl::StrCat("; the shift-k versions' segments are exactly ",
                            config.probe.segment_pieces, " pieces"),
-        "; ", epochs, " epochs at ",
-        one_lr ? absl::StrCat("lr ", lr)
-               : absl::StrCat("the lr each seed chose from ", absl::StrJoin(config.lr_grid, ", ")),
-        ", so ", config.probe.train_examples * epochs,
+        "; ", epochs, " epochs at ", lr, ", so ", config.probe.train_examples * epochs,
         " pair presentations per run. The calibration (study/README.md, \"Not calibrated\"; "
         "versions with 6-piece segments) found the baseline Transformer-tiny, from scratch, at "
         "chance on every version through ",
